@@ -1,0 +1,244 @@
+/*
+ * btl/ofi: an Open MPI byte transfer layer over libfabric.
+ *
+ * Component and module types shared by every file of the component.
+ * One file per object: component (MCA glue, provider choice, progress),
+ * module (add/del procs, registration, flush, finalize), context (endpoints,
+ * completion queues, locks), endpoint (peer addresses), rdma (put/get and
+ * completion objects), atomics, frag (two-sided descriptors).
+ */
+
+#ifndef MCA_BTL_OFI_H
+#define MCA_BTL_OFI_H
+
+#include "opal_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/rcache/base/base.h"
+#include "opal/mca/rcache/rcache.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+BEGIN_C_DECLS
+
+/* Our own component version: `ompi_info` prints it, so users and tests can
+ * tell this component from the btl/ofi that Open MPI ships (4.1.x). */
+#define MCA_BTL_OFI_VERSION_MAJOR 0
+#define MCA_BTL_OFI_VERSION_MINOR 1
+#define MCA_BTL_OFI_VERSION_RELEASE 0
+#define MCA_BTL_OFI_VERSION_STRING "0.1.0"
+
+#define MCA_BTL_OFI_HELP_FILE "help-btl-ofi.txt"
+
+/* libfabric API version we are written against (1.17 features are not
+ * required; 1.5 is the oldest with the mr_mode bits we rely on). */
+#define MCA_BTL_OFI_FI_VERSION FI_VERSION(1, 5)
+
+/* Upper bound on contexts per module; also sizes the receive-context bits
+ * of a scalable endpoint's address vector. */
+#define MCA_BTL_OFI_MAX_CONTEXTS 64
+#define MCA_BTL_OFI_RX_CTX_BITS 6
+
+enum {
+    MCA_BTL_OFI_MODE_ONE_SIDED = 0,
+    MCA_BTL_OFI_MODE_TWO_SIDED = 1,
+    MCA_BTL_OFI_MODE_FULL = 2,
+};
+
+/* Verbose levels of the btl_ofi_verbose stream. */
+enum {
+    MCA_BTL_OFI_VERBOSE_ERROR = 1, /* errors and the provider choice */
+    MCA_BTL_OFI_VERBOSE_INFO = 5,  /* resources opened, limits chosen */
+    MCA_BTL_OFI_VERBOSE_TRACE = 20 /* per-peer events */
+};
+
+#define MCA_BTL_OFI_VERBOSE(lvl, ...)                                            \
+    opal_output_verbose((lvl), mca_btl_ofi_component.output, "btl/ofi: " __VA_ARGS__)
+
+/**
+ * The part of a registration that travels to peers (osc/rdma copies
+ * btl_registration_handle_size bytes of it). No local pointers: the key
+ * and, for providers with offset addressing, the region's base address in
+ * the owner's address space.
+ */
+struct mca_btl_base_registration_handle_t {
+    uint64_t key;
+    uint64_t base;
+};
+
+/** A registration as the rcache keeps it: handle last, shipped part only. */
+typedef struct mca_btl_ofi_reg_t {
+    mca_rcache_base_registration_t super;
+    struct fid_mr *mr;
+    void *desc;
+    mca_btl_base_registration_handle_t handle;
+} mca_btl_ofi_reg_t;
+OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
+
+/** Counters exposed as MPI_T performance variables (summed over contexts). */
+typedef struct mca_btl_ofi_counters_t {
+    uint64_t put_count;
+    uint64_t get_count;
+    uint64_t atomic_count;
+    uint64_t put_bytes;
+    uint64_t get_bytes;
+} mca_btl_ofi_counters_t;
+
+/**
+ * A communication context: one transmit/receive path with its own
+ * completion queue and lock. Threads are spread over contexts; posting to
+ * and polling a context happen under its lock.
+ */
+typedef struct mca_btl_ofi_context_t {
+    opal_mutex_t lock;
+    struct fid_ep *tx;  /* transmit context, or the plain endpoint */
+    struct fid_ep *rx;  /* receive context, or the plain endpoint */
+    struct fid_ep *ep;  /* plain endpoint owned by this context (no SEP) */
+    struct fid_cq *cq;
+    int index;
+    /* operations posted whose completion callback has not run yet */
+    volatile int64_t outstanding;
+    mca_btl_ofi_counters_t counters;
+    opal_free_list_t completions;
+} mca_btl_ofi_context_t;
+
+struct mca_btl_ofi_module_t;
+
+/** Per-peer state. */
+struct mca_btl_base_endpoint_t {
+    opal_list_item_t super;
+    struct opal_proc_t *proc;
+    /* address used by local context i to reach this peer */
+    fi_addr_t *addrs;
+    int num_addrs;
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
+OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
+
+typedef struct mca_btl_ofi_module_t {
+    mca_btl_base_module_t super;
+
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_ep *sep; /* scalable endpoint, NULL when contexts are plain endpoints */
+
+    mca_btl_ofi_context_t *contexts;
+    int num_contexts;
+    volatile int32_t next_context;
+
+    bool virt_addr;  /* FI_MR_VIRT_ADDR: peers address memory by virtual address */
+    bool prov_key;   /* FI_MR_PROV_KEY: the provider picks registration keys */
+    uint64_t key_mask;
+
+    /* per btl op (and index MCA_BTL_ATOMIC_LAST for compare-swap): bit 0 set
+     * when the 64-bit form is usable, bit 1 when the 32-bit form is */
+    uint8_t atomic_ok[MCA_BTL_ATOMIC_LAST + 1];
+
+    opal_mutex_t lock; /* endpoint table */
+    opal_hash_table_t endpoints_by_proc;
+    opal_list_t endpoints;
+
+    mca_rcache_base_module_t *rcache;
+    mca_btl_base_module_error_cb_fn_t error_cb;
+    bool initialized;
+} mca_btl_ofi_module_t;
+
+typedef struct mca_btl_ofi_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* MCA parameters */
+    char *provider_include;
+    char *provider_exclude;
+    int mode;
+    int num_contexts_per_module;
+    bool disable_sep;
+    int progress_threshold;
+    int num_cq_read;
+    int rd_num;
+    int progress_mode;
+    int verbose;
+    char *version;
+    int selected_provider_index;
+
+    int output;
+    bool enable_mpi_threads;
+
+    int num_modules;
+    mca_btl_ofi_module_t *modules[1];
+} mca_btl_ofi_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
+extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
+
+/* component */
+int mca_btl_ofi_component_progress(void);
+int mca_btl_ofi_select_info(struct fi_info **info_out);
+
+/* module */
+int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info);
+int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
+int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
+
+/* endpoint */
+int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
+                                mca_btl_ofi_endpoint_t **ep_out);
+int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
+
+/* atomics */
+void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                     void *local_address, uint64_t remote_address,
+                     mca_btl_base_registration_handle_t *local_handle,
+                     mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                    uint64_t remote_address, mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+
+/** Report a failed libfabric call once, with its name and fi_strerror. */
+#define MCA_BTL_OFI_REPORT(call, rc)                                                     \
+    opal_show_help(MCA_BTL_OFI_HELP_FILE, "fi call failed", true, opal_process_info.nodename, \
+                   (call), (int) -(rc), fi_strerror((int) -(rc)), __FILE__, __LINE__)
+
+static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_from_handle(mca_btl_base_registration_handle_t *h)
+{
+    return (mca_btl_ofi_reg_t *) ((char *) h - offsetof(mca_btl_ofi_reg_t, handle));
+}
+
+/** Remote address as the provider wants it: virtual, or offset in the region. */
+static inline uint64_t mca_btl_ofi_remote_addr(const mca_btl_ofi_module_t *module, uint64_t address,
+                                               const mca_btl_base_registration_handle_t *handle)
+{
+    return module->virt_addr ? address : address - handle->base;
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_H */

@@ -1,0 +1,339 @@
+/*
+ * btl/ofi network atomics: op, fetch-op and compare-swap, 64- and 32-bit.
+ *
+ * Only what fi_query_atomic confirms is advertised in btl_atomic_flags; an
+ * operation the provider lacks is refused with OPAL_ERR_NOT_SUPPORTED
+ * before anything is posted. Operands are copied into the completion
+ * object, so the caller's values may change as soon as we return.
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_rdma.h"
+
+/* fi_op for each btl op, stored +1 so that 0 means "no mapping" (FI_MIN is 0) */
+static const int mca_btl_ofi_op_map[MCA_BTL_ATOMIC_LAST] = {
+    [MCA_BTL_ATOMIC_ADD] = FI_SUM + 1,   [MCA_BTL_ATOMIC_AND] = FI_BAND + 1,
+    [MCA_BTL_ATOMIC_OR] = FI_BOR + 1,    [MCA_BTL_ATOMIC_XOR] = FI_BXOR + 1,
+    [MCA_BTL_ATOMIC_LAND] = FI_LAND + 1, [MCA_BTL_ATOMIC_LOR] = FI_LOR + 1,
+    [MCA_BTL_ATOMIC_LXOR] = FI_LXOR + 1, [MCA_BTL_ATOMIC_SWAP] = FI_ATOMIC_WRITE + 1,
+    [MCA_BTL_ATOMIC_MIN] = FI_MIN + 1,   [MCA_BTL_ATOMIC_MAX] = FI_MAX + 1,
+};
+
+static const struct {
+    mca_btl_base_atomic_op_t op;
+    uint32_t flag;
+} mca_btl_ofi_op_flags[] = {
+    {MCA_BTL_ATOMIC_ADD, MCA_BTL_ATOMIC_SUPPORTS_ADD},
+    {MCA_BTL_ATOMIC_AND, MCA_BTL_ATOMIC_SUPPORTS_AND},
+    {MCA_BTL_ATOMIC_OR, MCA_BTL_ATOMIC_SUPPORTS_OR},
+    {MCA_BTL_ATOMIC_XOR, MCA_BTL_ATOMIC_SUPPORTS_XOR},
+    {MCA_BTL_ATOMIC_LAND, MCA_BTL_ATOMIC_SUPPORTS_LAND},
+    {MCA_BTL_ATOMIC_LOR, MCA_BTL_ATOMIC_SUPPORTS_LOR},
+    {MCA_BTL_ATOMIC_LXOR, MCA_BTL_ATOMIC_SUPPORTS_LXOR},
+    {MCA_BTL_ATOMIC_SWAP, MCA_BTL_ATOMIC_SUPPORTS_SWAP},
+    {MCA_BTL_ATOMIC_MIN, MCA_BTL_ATOMIC_SUPPORTS_MIN},
+    {MCA_BTL_ATOMIC_MAX, MCA_BTL_ATOMIC_SUPPORTS_MAX},
+};
+
+/* min and max compare as signed integers; the bitwise and arithmetic ops
+ * are the same either way */
+static inline enum fi_datatype mca_btl_ofi_datatype(mca_btl_base_atomic_op_t op, int flags)
+{
+    bool is_signed = (MCA_BTL_ATOMIC_MIN == op || MCA_BTL_ATOMIC_MAX == op);
+    if (flags & MCA_BTL_ATOMIC_FLAG_32BIT) {
+        return is_signed ? FI_INT32 : FI_UINT32;
+    }
+    return is_signed ? FI_INT64 : FI_UINT64;
+}
+
+static bool mca_btl_ofi_query(struct fid_domain *domain, enum fi_datatype dt, enum fi_op op,
+                              uint64_t flags)
+{
+    struct fi_atomic_attr attr;
+    return 0 == fi_query_atomic(domain, dt, op, &attr, flags) && attr.count >= 1;
+}
+
+static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_atomic_op_t op,
+                                     int flags)
+{
+    enum fi_datatype dt = mca_btl_ofi_datatype(op, flags);
+    enum fi_op fop = (enum fi_op)(mca_btl_ofi_op_map[op] - 1);
+    return mca_btl_ofi_query(domain, dt, fop, 0) && mca_btl_ofi_query(domain, dt, fop, FI_FETCH_ATOMIC);
+}
+
+void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
+{
+    uint32_t supported = 0;
+    bool all32 = true;
+    size_t i;
+
+    memset(module->atomic_ok, 0, sizeof(module->atomic_ok));
+    for (i = 0; i < sizeof(mca_btl_ofi_op_flags) / sizeof(mca_btl_ofi_op_flags[0]); ++i) {
+        mca_btl_base_atomic_op_t op = mca_btl_ofi_op_flags[i].op;
+        if (mca_btl_ofi_op_supported(module->domain, op, 0)) {
+            supported |= mca_btl_ofi_op_flags[i].flag;
+            module->atomic_ok[op] |= 1;
+            if (mca_btl_ofi_op_supported(module->domain, op, MCA_BTL_ATOMIC_FLAG_32BIT)) {
+                module->atomic_ok[op] |= 2;
+            } else {
+                all32 = false;
+            }
+        }
+    }
+    if (mca_btl_ofi_query(module->domain, FI_UINT64, FI_CSWAP, FI_COMPARE_ATOMIC)) {
+        supported |= MCA_BTL_ATOMIC_SUPPORTS_CSWAP;
+        module->atomic_ok[MCA_BTL_ATOMIC_LAST] |= 1;
+        if (mca_btl_ofi_query(module->domain, FI_UINT32, FI_CSWAP, FI_COMPARE_ATOMIC)) {
+            module->atomic_ok[MCA_BTL_ATOMIC_LAST] |= 2;
+        } else {
+            all32 = false;
+        }
+    }
+    if (supported && all32) {
+        supported |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
+    }
+
+    module->super.btl_atomic_flags = supported;
+    if (0 == supported) {
+        module->super.btl_flags &= ~(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
+    }
+    if (supported & MCA_BTL_ATOMIC_SUPPORTS_32BIT) {
+        /* osc/rdma 4.1 looks for the 32-bit bit in btl_flags (not
+         * btl_atomic_flags) before using a 32-bit compare-and-swap; the bit
+         * does not collide with any MCA_BTL_FLAGS_* value. */
+        module->super.btl_flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
+    }
+}
+
+/* Is this (op, width) one the provider confirmed? One table lookup. */
+static inline bool mca_btl_ofi_atomic_ok(const mca_btl_ofi_module_t *module, unsigned op,
+                                         int flags)
+{
+    return op <= MCA_BTL_ATOMIC_LAST && !(flags & MCA_BTL_ATOMIC_FLAG_FLOAT)
+           && (module->atomic_ok[op] & ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? 2 : 1));
+}
+
+static inline void mca_btl_ofi_store_operand(uint64_t *slot, uint64_t value, int flags)
+{
+    if (flags & MCA_BTL_ATOMIC_FLAG_32BIT) {
+        uint32_t v32 = (uint32_t) value;
+        memcpy(slot, &v32, sizeof(v32));
+    } else {
+        *slot = value;
+    }
+}
+
+/*
+ * osc/rdma 4.1 hands us a NULL remote handle for targets whose memory it
+ * addresses directly (itself, or a peer's window mapped into this process)
+ * and then expects the operation done. The address is then a valid local
+ * address: apply the operation with processor atomics and report
+ * completion in place (return 1), which osc/rdma supports.
+ */
+static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t old,
+                                         uint64_t operand, bool narrow)
+{
+    int64_t sold = narrow ? (int64_t) (int32_t) old : (int64_t) old;
+    int64_t sopd = narrow ? (int64_t) (int32_t) operand : (int64_t) operand;
+
+    switch (op) {
+    case MCA_BTL_ATOMIC_ADD:
+        return old + operand;
+    case MCA_BTL_ATOMIC_AND:
+        return old & operand;
+    case MCA_BTL_ATOMIC_OR:
+        return old | operand;
+    case MCA_BTL_ATOMIC_XOR:
+        return old ^ operand;
+    case MCA_BTL_ATOMIC_LAND:
+        return (0 != old) && (0 != operand);
+    case MCA_BTL_ATOMIC_LOR:
+        return (0 != old) || (0 != operand);
+    case MCA_BTL_ATOMIC_LXOR:
+        return (0 != old) != (0 != operand);
+    case MCA_BTL_ATOMIC_SWAP:
+        return operand;
+    case MCA_BTL_ATOMIC_MIN:
+        return (uint64_t) (sopd < sold ? sopd : sold);
+    case MCA_BTL_ATOMIC_MAX:
+        return (uint64_t) (sopd > sold ? sopd : sold);
+    default:
+        return old;
+    }
+}
+
+static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_atomic_op_t op,
+                                    uint64_t address, uint64_t operand, uint64_t compare,
+                                    bool is_cswap, int flags, void *result)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+
+    if (flags & MCA_BTL_ATOMIC_FLAG_32BIT) {
+        uint32_t *target = (uint32_t *) (uintptr_t) address;
+        uint32_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
+        if (is_cswap) {
+            old = (uint32_t) compare;
+            (void) __atomic_compare_exchange_n(target, &old, (uint32_t) operand, false,
+                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        } else {
+            do {
+                want = (uint32_t) mca_btl_ofi_apply(op, old, operand, true);
+            } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
+                                                  __ATOMIC_ACQUIRE));
+        }
+        if (NULL != result) {
+            memcpy(result, &old, sizeof(old));
+        }
+    } else {
+        uint64_t *target = (uint64_t *) (uintptr_t) address;
+        uint64_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
+        if (is_cswap) {
+            old = compare;
+            (void) __atomic_compare_exchange_n(target, &old, operand, false, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE);
+        } else {
+            do {
+                want = mca_btl_ofi_apply(op, old, operand, false);
+            } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
+                                                  __ATOMIC_ACQUIRE));
+        }
+        if (NULL != result) {
+            memcpy(result, &old, sizeof(old));
+        }
+    }
+    OPAL_THREAD_LOCK(&context->lock);
+    context->counters.atomic_count++;
+    OPAL_THREAD_UNLOCK(&context->lock);
+    return 1;
+}
+
+int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                     void *local_address, uint64_t remote_address,
+                     mca_btl_base_registration_handle_t *local_handle,
+                     mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_context_t *context;
+    mca_btl_ofi_completion_t *comp;
+    ssize_t rc;
+    (void) order;
+
+    if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST == op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    if (OPAL_UNLIKELY(NULL == remote_handle)) {
+        return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags,
+                                        local_address);
+    }
+
+    context = mca_btl_ofi_context_get(module);
+    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
+                                        cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
+
+    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    OPAL_THREAD_LOCK(&context->lock);
+    rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
+                         mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
+                         mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                         remote_handle->key, mca_btl_ofi_datatype(op, flags),
+                         (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->ofi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.atomic_count++;
+    }
+    OPAL_THREAD_UNLOCK(&context->lock);
+
+    return mca_btl_ofi_post_result(context, comp, rc, "fi_fetch_atomic");
+}
+
+int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                    uint64_t remote_address, mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_context_t *context;
+    mca_btl_ofi_completion_t *comp;
+    ssize_t rc;
+    (void) order;
+
+    if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST == op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    if (OPAL_UNLIKELY(NULL == remote_handle)) {
+        return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags, NULL);
+    }
+
+    context = mca_btl_ofi_context_get(module);
+    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, NULL, NULL, cbfunc, cbcontext,
+                                        cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
+
+    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    OPAL_THREAD_LOCK(&context->lock);
+    rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
+                   mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                   remote_handle->key, mca_btl_ofi_datatype(op, flags),
+                   (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->ofi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.atomic_count++;
+    }
+    OPAL_THREAD_UNLOCK(&context->lock);
+
+    return mca_btl_ofi_post_result(context, comp, rc, "fi_atomic");
+}
+
+int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_context_t *context;
+    mca_btl_ofi_completion_t *comp;
+    ssize_t rc;
+    (void) order;
+
+    if (OPAL_UNLIKELY(!mca_btl_ofi_atomic_ok(module, MCA_BTL_ATOMIC_LAST, flags))) {
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    if (OPAL_UNLIKELY(NULL == remote_handle)) {
+        return mca_btl_ofi_atomic_local(module, MCA_BTL_ATOMIC_SWAP, remote_address, value, compare,
+                                        true, flags, local_address);
+    }
+
+    context = mca_btl_ofi_context_get(module);
+    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
+                                        cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_ofi_store_operand(&comp->operand[0], value, flags);
+    mca_btl_ofi_store_operand(&comp->operand[1], compare, flags);
+
+    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    OPAL_THREAD_LOCK(&context->lock);
+    rc = fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
+                           local_address, mca_btl_ofi_local_desc(local_handle),
+                           endpoint->addrs[context->index],
+                           mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                           remote_handle->key,
+                           (flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? FI_UINT32 : FI_UINT64, FI_CSWAP,
+                           &comp->ofi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.atomic_count++;
+    }
+    OPAL_THREAD_UNLOCK(&context->lock);
+
+    return mca_btl_ofi_post_result(context, comp, rc, "fi_compare_atomic");
+}

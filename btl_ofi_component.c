@@ -1,0 +1,518 @@
+/*
+ * btl/ofi component: MCA parameters and performance variables, provider
+ * selection, module creation and the progress callback.
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_context.h"
+
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/util/argv.h"
+#include "opal/util/proc.h"
+
+static int mca_btl_ofi_component_register(void);
+static int mca_btl_ofi_component_open(void);
+static int mca_btl_ofi_component_close(void);
+static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
+                                                          bool enable_progress_threads,
+                                                          bool enable_mpi_threads);
+
+/* What the selected provider is called, readable as the MPI_T control
+ * variable btl_ofi_selected_provider (the variable system owns the string). */
+static char *mca_btl_ofi_selected_provider = NULL;
+
+mca_btl_ofi_component_t mca_btl_ofi_component = {
+    .super = {
+        .btl_version = {
+            MCA_BTL_BASE_VERSION_3_1_0,
+            .mca_component_name = "ofi",
+            MCA_BASE_MAKE_VERSION(component, MCA_BTL_OFI_VERSION_MAJOR, MCA_BTL_OFI_VERSION_MINOR,
+                                  MCA_BTL_OFI_VERSION_RELEASE),
+            .mca_open_component = mca_btl_ofi_component_open,
+            .mca_close_component = mca_btl_ofi_component_close,
+            .mca_register_component_params = mca_btl_ofi_component_register,
+        },
+        .btl_data = {
+            .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+        },
+        .btl_init = mca_btl_ofi_component_init,
+        .btl_progress = mca_btl_ofi_component_progress,
+    },
+    .output = -1,
+};
+
+/* ------------------------------------------------------------- parameters */
+
+static const mca_base_var_enum_value_t mca_btl_ofi_progress_values[] = {
+    {FI_PROGRESS_UNSPEC, "unspec"},
+    {FI_PROGRESS_AUTO, "auto"},
+    {FI_PROGRESS_MANUAL, "manual"},
+    {0, NULL},
+};
+
+static const mca_base_var_enum_value_t mca_btl_ofi_mode_values[] = {
+    {MCA_BTL_OFI_MODE_ONE_SIDED, "one-sided"},
+    {MCA_BTL_OFI_MODE_TWO_SIDED, "two-sided"},
+    {MCA_BTL_OFI_MODE_FULL, "both"},
+    {0, NULL},
+};
+
+static int mca_btl_ofi_reg_int(const char *name, const char *help, int *storage, int level,
+                               mca_base_var_enum_t *values)
+{
+    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, values, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+static int mca_btl_ofi_reg_string(const char *name, const char *help, char **storage, int level,
+                                  int flags, mca_base_var_scope_t scope)
+{
+    return mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_STRING, NULL, 0, flags, level, scope,
+                                           storage);
+}
+
+/* MPI_T counters: each is the sum over the module's contexts of one field
+ * of mca_btl_ofi_counters_t, whose offset is the pvar's context. */
+static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    size_t offset = (size_t) (uintptr_t) pvar->ctx;
+    unsigned long long total = 0;
+    (void) obj;
+
+    for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
+        mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
+        if (NULL == module || NULL == module->contexts) {
+            continue;
+        }
+        for (int i = 0; i < module->num_contexts; ++i) {
+            total += *(const uint64_t *) ((const char *) &module->contexts[i].counters + offset);
+        }
+    }
+    *(unsigned long long *) value = total;
+    return OPAL_SUCCESS;
+}
+
+static void mca_btl_ofi_reg_counter(const char *name, const char *help, size_t offset)
+{
+    (void) mca_base_component_pvar_register(
+        &mca_btl_ofi_component.super.btl_version, name, help, OPAL_INFO_LVL_4,
+        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_NO_OBJECT, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        mca_btl_ofi_pvar_read, NULL, NULL, (void *) (uintptr_t) offset);
+}
+
+static int mca_btl_ofi_component_register(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_base_var_enum_t *progress_enum = NULL, *mode_enum = NULL;
+
+    c->provider_include = NULL;
+    (void) mca_btl_ofi_reg_string(
+        "provider_include",
+        "Comma-separated list of libfabric providers to consider, by full name as fi_info "
+        "prints it (e.g. \"shm\", \"sockets\", \"tcp;ofi_rxm\", \"udp;ofi_rxd\"). The first "
+        "listed provider offering FI_EP_RDM with FI_RMA and FI_ATOMIC is used. Takes precedence "
+        "over btl_ofi_provider_exclude. Default: every provider, in libfabric's order",
+        &c->provider_include, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
+
+    c->provider_exclude = NULL;
+    (void) mca_btl_ofi_reg_string(
+        "provider_exclude",
+        "Comma-separated list of libfabric providers never to use (full names as fi_info "
+        "prints them). Ignored when btl_ofi_provider_include is set",
+        &c->provider_exclude, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
+
+    c->mode = MCA_BTL_OFI_MODE_ONE_SIDED;
+    (void) mca_base_var_enum_create("btl_ofi_mode", mca_btl_ofi_mode_values, &mode_enum);
+    (void) mca_btl_ofi_reg_int("mode",
+                               "Traffic this BTL carries: 0 (one-sided) RDMA and atomics for "
+                               "osc/rdma and pml rendezvous; 1 (two-sided) and 2 (both) also "
+                               "carry pml send traffic (not in this version: treated as 0)",
+                               &c->mode, OPAL_INFO_LVL_5, mode_enum);
+    OBJ_RELEASE(mode_enum);
+
+    c->num_contexts_per_module = 1;
+    (void) mca_btl_ofi_reg_int(
+        "num_contexts_per_module",
+        "Number of communication contexts (scalable-endpoint contexts, or plain endpoints where "
+        "the provider has no scalable endpoints). Threads are spread over them; each has its "
+        "own completion queue and lock. Clamped to what the provider allows",
+        &c->num_contexts_per_module, OPAL_INFO_LVL_5, NULL);
+
+    c->disable_sep = false;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "disable_sep",
+        "Never use a scalable endpoint: contexts become plain endpoints sharing the domain",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->disable_sep);
+
+    c->progress_threshold = 64;
+    (void) mca_btl_ofi_reg_int(
+        "progress_threshold",
+        "Operations in flight on a context above which posting a new one also drains that "
+        "context's completion queue (bounds queue depth on providers with manual progress)",
+        &c->progress_threshold, OPAL_INFO_LVL_5, NULL);
+
+    c->num_cq_read = 64;
+    (void) mca_btl_ofi_reg_int("num_cq_read",
+                               "Largest number of completions read from one completion queue "
+                               "per progress call (1 to 128)",
+                               &c->num_cq_read, OPAL_INFO_LVL_5, NULL);
+
+    c->rd_num = 8;
+    (void) mca_btl_ofi_reg_int("rd_num",
+                               "Receive buffers posted per context for two-sided traffic "
+                               "(used by btl_ofi_mode 1 and 2)",
+                               &c->rd_num, OPAL_INFO_LVL_5, NULL);
+
+    c->progress_mode = FI_PROGRESS_UNSPEC;
+    (void) mca_base_var_enum_create("btl_ofi_progress_mode", mca_btl_ofi_progress_values,
+                                    &progress_enum);
+    (void) mca_btl_ofi_reg_int("progress_mode",
+                               "Data progress model asked of the provider: unspec (let the "
+                               "provider choose), auto, or manual",
+                               &c->progress_mode, OPAL_INFO_LVL_5, progress_enum);
+    OBJ_RELEASE(progress_enum);
+
+    c->verbose = 0;
+    (void) mca_btl_ofi_reg_int("verbose",
+                               "Verbosity of this component's own output stream: 1 errors and "
+                               "the provider choice (one line per candidate), 5 resources and "
+                               "limits, 20 per-peer events",
+                               &c->verbose, OPAL_INFO_LVL_3, NULL);
+
+    c->version = MCA_BTL_OFI_VERSION_STRING;
+    (void) mca_btl_ofi_reg_string("version", "Version of this btl/ofi component (read-only)",
+                                  &c->version, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
+                                  MCA_BASE_VAR_SCOPE_CONSTANT);
+
+    mca_btl_ofi_selected_provider = "";
+    c->selected_provider_index = mca_btl_ofi_reg_string(
+        "selected_provider",
+        "The libfabric provider this process selected (read-only, empty before MPI_Init)",
+        &mca_btl_ofi_selected_provider, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
+        MCA_BASE_VAR_SCOPE_CONSTANT);
+
+    mca_btl_ofi_reg_counter("put_count", "Put operations issued by this process",
+                            offsetof(mca_btl_ofi_counters_t, put_count));
+    mca_btl_ofi_reg_counter("get_count", "Get operations issued by this process",
+                            offsetof(mca_btl_ofi_counters_t, get_count));
+    mca_btl_ofi_reg_counter("atomic_count",
+                            "Atomic operations (op, fetch-op, compare-swap) issued by this process",
+                            offsetof(mca_btl_ofi_counters_t, atomic_count));
+    mca_btl_ofi_reg_counter("put_bytes", "Bytes written by put operations",
+                            offsetof(mca_btl_ofi_counters_t, put_bytes));
+    mca_btl_ofi_reg_counter("get_bytes", "Bytes read by get operations",
+                            offsetof(mca_btl_ofi_counters_t, get_bytes));
+
+    /* latency, bandwidth, limits and flags: the base BTL parameters */
+    return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_ofi_module_template.super);
+}
+
+static int mca_btl_ofi_component_open(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+#ifdef MCA_BTL_OFI_HELP_DIR
+    /* out-of-tree installs keep our help file beside Open MPI's, not in it */
+    (void) opal_show_help_add_dir(MCA_BTL_OFI_HELP_DIR);
+#endif
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    c->num_modules = 0;
+    c->modules[0] = NULL;
+    return OPAL_SUCCESS;
+}
+
+static int mca_btl_ofi_component_close(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    if (c->output >= 0) {
+        opal_output_close(c->output);
+        c->output = -1;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* --------------------------------------------------------------- checking */
+
+/* Bring every numeric parameter into range, saying so once for each. */
+static void mca_btl_ofi_check_params(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    const char *host = opal_process_info.nodename;
+
+    if (c->num_contexts_per_module < 1) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
+                       "btl_ofi_num_contexts_per_module", c->num_contexts_per_module,
+                       "at least 1", 1);
+        c->num_contexts_per_module = 1;
+    }
+    if (c->num_cq_read < 1 || c->num_cq_read > 128) {
+        int use = c->num_cq_read < 1 ? 1 : 128;
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_num_cq_read",
+                       c->num_cq_read, "from 1 to 128", use);
+        c->num_cq_read = use;
+    }
+    if (c->progress_threshold < 1) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
+                       "btl_ofi_progress_threshold", c->progress_threshold, "at least 1", 64);
+        c->progress_threshold = 64;
+    }
+    if (c->rd_num < 1) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_rd_num", c->rd_num,
+                       "at least 1", 8);
+        c->rd_num = 8;
+    }
+    if (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "mode unsupported", true, host, c->mode);
+        c->mode = MCA_BTL_OFI_MODE_ONE_SIDED;
+    }
+    if (NULL != c->provider_include && '\0' == c->provider_include[0]) {
+        c->provider_include = NULL;
+    }
+    if (NULL != c->provider_exclude && '\0' == c->provider_exclude[0]) {
+        c->provider_exclude = NULL;
+    }
+    if (NULL != c->provider_include && NULL != c->provider_exclude) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "include and exclude", true, host,
+                       c->provider_include, c->provider_exclude);
+    }
+}
+
+static bool mca_btl_ofi_in_list(char **list, const char *name)
+{
+    for (int i = 0; NULL != list && NULL != list[i]; ++i) {
+        if (0 == strcmp(list[i], name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Why a candidate cannot be used, or NULL when it can. */
+static const char *mca_btl_ofi_refusal(const struct fi_info *info, char **include, char **exclude)
+{
+    const char *prov = info->fabric_attr->prov_name;
+
+    if (NULL != include && !mca_btl_ofi_in_list(include, prov)) {
+        return "not in btl_ofi_provider_include";
+    }
+    if (NULL == include && mca_btl_ofi_in_list(exclude, prov)) {
+        return "listed in btl_ofi_provider_exclude";
+    }
+    if (info->domain_attr->mr_mode & (FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_RMA_EVENT)) {
+        return "needs local or per-endpoint memory registration (FI_MR_LOCAL/FI_MR_ENDPOINT)";
+    }
+    return NULL;
+}
+
+static const struct fi_info *mca_btl_ofi_find_twin(const struct fi_info *list,
+                                                   const struct fi_info *info)
+{
+    for (; NULL != list; list = list->next) {
+        if (0 == strcmp(list->fabric_attr->prov_name, info->fabric_attr->prov_name)
+            && 0 == strcmp(list->fabric_attr->name, info->fabric_attr->name)
+            && 0 == strcmp(list->domain_attr->name, info->domain_attr->name)) {
+            return list;
+        }
+    }
+    return NULL;
+}
+
+static struct fi_info *mca_btl_ofi_hints(bool delivery_complete)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    struct fi_info *hints = fi_allocinfo();
+
+    if (NULL == hints) {
+        return NULL;
+    }
+    hints->caps = FI_RMA | FI_ATOMIC;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+    hints->domain_attr->threading = c->enable_mpi_threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+    hints->domain_attr->control_progress = (enum fi_progress) c->progress_mode;
+    hints->domain_attr->data_progress = (enum fi_progress) c->progress_mode;
+    if (delivery_complete) {
+        hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+    }
+    return hints;
+}
+
+/* --------------------------------------------------------------- init */
+
+static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
+{
+    mca_btl_ofi_module_t *module = malloc(sizeof(*module));
+    if (NULL == module) {
+        return NULL;
+    }
+    memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
+    OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)) {
+        OBJ_DESTRUCT(&module->endpoints_by_proc);
+        OBJ_DESTRUCT(&module->endpoints);
+        OBJ_DESTRUCT(&module->lock);
+        free(module);
+        return NULL;
+    }
+    return module;
+}
+
+static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
+{
+    OBJ_DESTRUCT(&module->endpoints_by_proc);
+    OBJ_DESTRUCT(&module->endpoints);
+    OBJ_DESTRUCT(&module->lock);
+    free(module);
+}
+
+static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
+                                                          bool enable_progress_threads,
+                                                          bool enable_mpi_threads)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    struct fi_info *hints = NULL, *all = NULL, *with_dc = NULL;
+    char **include = NULL, **exclude = NULL, **seen = NULL;
+    mca_btl_ofi_module_t *module = NULL;
+    mca_btl_base_module_t **modules = NULL;
+    const char *host = opal_process_info.nodename;
+    char *seen_str;
+    int rc;
+    (void) enable_progress_threads;
+
+    *num_btl_modules = 0;
+    c->enable_mpi_threads = enable_mpi_threads;
+    mca_btl_ofi_check_params();
+    include = opal_argv_split(c->provider_include, ',');
+    exclude = opal_argv_split(c->provider_exclude, ',');
+
+    hints = mca_btl_ofi_hints(false);
+    if (NULL == hints) {
+        goto out;
+    }
+    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &all);
+    fi_freeinfo(hints);
+    if (0 != rc) {
+        all = NULL;
+    }
+    hints = mca_btl_ofi_hints(true);
+    if (NULL == hints) {
+        goto out;
+    }
+    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &with_dc);
+    fi_freeinfo(hints);
+    if (0 != rc) {
+        with_dc = NULL;
+    }
+
+    module = mca_btl_ofi_module_alloc();
+    if (NULL == module) {
+        goto out;
+    }
+
+    for (struct fi_info *info = all; NULL != info; info = info->next) {
+        const char *prov = info->fabric_attr->prov_name;
+        const char *dom = info->domain_attr->name;
+        const char *why = mca_btl_ofi_refusal(info, include, exclude);
+        const struct fi_info *twin;
+        struct fi_info *mine;
+
+        if (!mca_btl_ofi_in_list(seen, prov)) {
+            opal_argv_append_nosize(&seen, prov);
+        }
+        if (NULL == why && NULL == (twin = mca_btl_ofi_find_twin(with_dc, info))) {
+            why = "no FI_DELIVERY_COMPLETE, so a flush could not promise remote completion";
+        }
+        if (NULL != why) {
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "candidate %s domain %s: refused, %s",
+                                prov, dom, why);
+            continue;
+        }
+        mine = fi_dupinfo(twin);
+        if (NULL == mine) {
+            continue;
+        }
+        rc = mca_btl_ofi_module_init(module, mine);
+        if (OPAL_SUCCESS != rc) {
+            fi_freeinfo(mine);
+            if (OPAL_ERR_NOT_SUPPORTED != rc) {
+                MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                                    "candidate %s domain %s: refused, opening it failed", prov,
+                                    dom);
+            }
+            continue;
+        }
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "candidate %s domain %s: taken", prov, dom);
+        break;
+    }
+
+    if (NULL == module->info) {
+        seen_str = opal_argv_join(seen, ',');
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "no provider", true, host,
+                       c->provider_include ? c->provider_include : "(not set)",
+                       c->provider_exclude ? c->provider_exclude : "(not set)",
+                       (seen_str && seen_str[0]) ? seen_str : "(none)");
+        free(seen_str);
+        mca_btl_ofi_module_free(module);
+        module = NULL;
+        goto out;
+    }
+
+    rc = mca_btl_base_param_verify(&module->super);
+    if (OPAL_SUCCESS != rc) {
+        goto out_finalize;
+    }
+    modules = malloc(sizeof(*modules));
+    if (NULL == modules) {
+        goto out_finalize;
+    }
+    modules[0] = &module->super;
+    c->modules[0] = module;
+    c->num_modules = 1;
+    *num_btl_modules = 1;
+
+    free(mca_btl_ofi_selected_provider);
+    mca_btl_ofi_selected_provider = strdup(module->info->fabric_attr->prov_name);
+    goto out;
+
+out_finalize:
+    (void) mca_btl_ofi_finalize(&module->super);
+out:
+    opal_argv_free(include);
+    opal_argv_free(exclude);
+    opal_argv_free(seen);
+    if (NULL != all) {
+        fi_freeinfo(all);
+    }
+    if (NULL != with_dc) {
+        fi_freeinfo(with_dc);
+    }
+    return modules;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+/* Visit every context of every module once, each bounded by
+ * btl_ofi_num_cq_read completions, so one busy context cannot starve the
+ * others and a single call stays short. */
+int mca_btl_ofi_component_progress(void)
+{
+    int count = 0;
+
+    for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
+        mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
+        for (int i = 0; i < module->num_contexts; ++i) {
+            count += mca_btl_ofi_context_progress(module->contexts + i);
+        }
+    }
+    return count;
+}

@@ -1,0 +1,279 @@
+/*
+ * btl/ofi contexts: transmit/receive paths, their completion queues and
+ * locks, the thread-to-context binding, and completion-queue draining.
+ *
+ * With a scalable endpoint each context is one transmit and one receive
+ * context of it; otherwise each context is a plain endpoint sharing the
+ * module's domain and address vector (its address is published through
+ * the modex, see btl_ofi_endpoint.c).
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_context.h"
+#include "btl_ofi_rdma.h"
+
+/* Largest batch read from a completion queue in one call; the
+ * btl_ofi_num_cq_read parameter is clamped to it. */
+#define MCA_BTL_OFI_CQ_BATCH_MAX 128
+
+/* The context index of the calling thread, -1 until its first operation.
+ * There is a single module per process, so one index per thread suffices. */
+static __thread int mca_btl_ofi_thread_context = -1;
+
+mca_btl_ofi_context_t *mca_btl_ofi_context_select(mca_btl_ofi_module_t *module)
+{
+    if (OPAL_UNLIKELY(mca_btl_ofi_thread_context < 0)) {
+        int32_t ticket = opal_atomic_fetch_add_32(&module->next_context, 1);
+        mca_btl_ofi_thread_context = (int) ((uint32_t) ticket % (uint32_t) module->num_contexts);
+    }
+    return module->contexts + mca_btl_ofi_thread_context;
+}
+
+/* Attributes with every capability stated, so a transmit or receive
+ * context never inherits more (or less) than what the module needs. */
+static void mca_btl_ofi_context_attrs(const struct fi_info *info, struct fi_tx_attr *tx,
+                                      struct fi_rx_attr *rx)
+{
+    *tx = *info->tx_attr;
+    tx->caps = info->caps & (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_MSG | FI_SEND);
+    *rx = *info->rx_attr;
+    rx->caps = info->caps
+               & (FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MSG | FI_RECV
+                  | FI_MULTI_RECV);
+}
+
+static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                                    int index)
+{
+    struct fi_cq_attr cq_attr = {
+        .format = FI_CQ_FORMAT_CONTEXT,
+        .wait_obj = FI_WAIT_NONE,
+        .size = module->info->tx_attr->size + module->info->rx_attr->size,
+    };
+    struct fi_tx_attr tx_attr;
+    struct fi_rx_attr rx_attr;
+    int rc;
+
+    context->index = index;
+    rc = fi_cq_open(module->domain, &cq_attr, &context->cq, context);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_cq_open", rc);
+        return OPAL_ERROR;
+    }
+
+    if (NULL != module->sep) {
+        mca_btl_ofi_context_attrs(module->info, &tx_attr, &rx_attr);
+        rc = fi_tx_context(module->sep, index, &tx_attr, &context->tx, context);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_tx_context", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_ep_bind(context->tx, &context->cq->fid, FI_TRANSMIT);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_ep_bind(tx, cq)", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_rx_context(module->sep, index, &rx_attr, &context->rx, context);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_rx_context", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_ep_bind(context->rx, &context->cq->fid, FI_RECV);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_ep_bind(rx, cq)", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_enable(context->tx);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_enable(tx)", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_enable(context->rx);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_enable(rx)", rc);
+            return OPAL_ERROR;
+        }
+    } else {
+        rc = fi_endpoint(module->domain, module->info, &context->ep, context);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_endpoint", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_ep_bind(context->ep, &module->av->fid, 0);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_ep_bind(ep, av)", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_ep_bind(context->ep, &context->cq->fid, FI_TRANSMIT | FI_RECV);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_ep_bind(ep, cq)", rc);
+            return OPAL_ERROR;
+        }
+        rc = fi_enable(context->ep);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_enable(ep)", rc);
+            return OPAL_ERROR;
+        }
+        context->tx = context->rx = context->ep;
+    }
+
+    rc = opal_free_list_init(&context->completions, sizeof(mca_btl_ofi_completion_t),
+                             opal_cache_line_size, OBJ_CLASS(mca_btl_ofi_completion_t), 0, 0, 128,
+                             -1, 128, NULL, 0, NULL, NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot allocate completion objects");
+        return rc;
+    }
+    return OPAL_SUCCESS;
+}
+
+static void mca_btl_ofi_close_fid(struct fid *fid, const char *what)
+{
+    int rc = fi_close(fid);
+    if (0 != rc) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "fi_close(%s) failed: %s", what,
+                            fi_strerror(-rc));
+    }
+}
+
+int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool use_sep)
+{
+    int rc, i;
+
+    module->contexts = calloc(count, sizeof(*module->contexts));
+    if (NULL == module->contexts) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    for (i = 0; i < count; ++i) {
+        OBJ_CONSTRUCT(&module->contexts[i].lock, opal_mutex_t);
+        OBJ_CONSTRUCT(&module->contexts[i].completions, opal_free_list_t);
+    }
+    module->num_contexts = count;
+
+    if (use_sep) {
+        module->info->ep_attr->tx_ctx_cnt = count;
+        module->info->ep_attr->rx_ctx_cnt = count;
+        rc = fi_scalable_ep(module->domain, module->info, &module->sep, NULL);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_scalable_ep", rc);
+            goto err_destroy_contexts;
+        }
+        rc = fi_scalable_ep_bind(module->sep, &module->av->fid, 0);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_scalable_ep_bind(av)", rc);
+            goto err_destroy_contexts;
+        }
+    }
+
+    for (i = 0; i < count; ++i) {
+        rc = mca_btl_ofi_context_open(module, module->contexts + i, i);
+        if (OPAL_SUCCESS != rc) {
+            goto err_destroy_contexts;
+        }
+    }
+
+    if (use_sep) {
+        rc = fi_enable(module->sep);
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_enable(sep)", rc);
+            goto err_destroy_contexts;
+        }
+    }
+    return OPAL_SUCCESS;
+
+err_destroy_contexts:
+    mca_btl_ofi_contexts_destroy(module);
+    return OPAL_ERROR;
+}
+
+/* Close in dependency order: endpoints (which stop the provider's use of
+ * the queues), then the scalable endpoint, then the completion queues. */
+void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
+{
+    int i;
+
+    if (NULL == module->contexts) {
+        return;
+    }
+    for (i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        if (NULL != context->ep) {
+            mca_btl_ofi_close_fid(&context->ep->fid, "endpoint");
+        } else {
+            if (NULL != context->tx) {
+                mca_btl_ofi_close_fid(&context->tx->fid, "tx context");
+            }
+            if (NULL != context->rx) {
+                mca_btl_ofi_close_fid(&context->rx->fid, "rx context");
+            }
+        }
+        context->ep = context->tx = context->rx = NULL;
+    }
+    if (NULL != module->sep) {
+        mca_btl_ofi_close_fid(&module->sep->fid, "scalable endpoint");
+        module->sep = NULL;
+    }
+    for (i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        if (NULL != context->cq) {
+            mca_btl_ofi_close_fid(&context->cq->fid, "completion queue");
+            context->cq = NULL;
+        }
+        OBJ_DESTRUCT(&context->completions);
+        OBJ_DESTRUCT(&context->lock);
+    }
+    free(module->contexts);
+    module->contexts = NULL;
+    module->num_contexts = 0;
+}
+
+static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
+                                             const struct fi_cq_err_entry *err)
+{
+    char detail[256] = "";
+
+    (void) fi_cq_strerror(context->cq, err->prov_errno, err->err_data, detail, sizeof(detail));
+    opal_show_help(MCA_BTL_OFI_HELP_FILE, "completion error", true, opal_process_info.nodename,
+                   context->index, err->err, fi_strerror(err->err), err->prov_errno, detail);
+}
+
+int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+{
+    struct fi_cq_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
+    struct fi_cq_err_entry err;
+    ssize_t count;
+    int batch = mca_btl_ofi_component.num_cq_read;
+
+    /* another thread is draining this context: nothing to add */
+    if (0 != OPAL_THREAD_TRYLOCK(&context->lock)) {
+        return 0;
+    }
+    count = fi_cq_read(context->cq, entries, batch);
+    if (OPAL_UNLIKELY(-FI_EAVAIL == count)) {
+        memset(&err, 0, sizeof(err));
+        count = fi_cq_readerr(context->cq, &err, 0);
+        OPAL_THREAD_UNLOCK(&context->lock);
+        if (count < 0) {
+            MCA_BTL_OFI_REPORT("fi_cq_readerr", count);
+            return 0;
+        }
+        mca_btl_ofi_context_report_error(context, &err);
+        if (NULL != err.op_context) {
+            mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(err.op_context),
+                                          OPAL_ERROR);
+        }
+        return 1;
+    }
+    OPAL_THREAD_UNLOCK(&context->lock);
+
+    /* callbacks run unlocked: they may post new operations to this context */
+    for (ssize_t i = 0; i < count; ++i) {
+        mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(entries[i].op_context),
+                                      OPAL_SUCCESS);
+    }
+    if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {
+        MCA_BTL_OFI_REPORT("fi_cq_read", count);
+        return 0;
+    }
+    return count > 0 ? (int) count : 0;
+}

@@ -1,0 +1,418 @@
+/*
+ * btl/ofi module: opening the fabric resources of the chosen provider,
+ * peers (add/del procs), memory registration through the rcache, flush and
+ * finalize.
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_context.h"
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_frag.h"
+#include "btl_ofi_rdma.h"
+
+#include <sys/random.h>
+
+#include "opal/class/opal_bitmap.h"
+#include "opal/util/alfg.h"
+#include "opal/util/proc.h"
+
+static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
+{
+    reg->mr = NULL;
+    reg->desc = NULL;
+    memset(&reg->handle, 0, sizeof(reg->handle));
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_ofi_reg_t, mca_rcache_base_registration_t, mca_btl_ofi_reg_construct,
+                   NULL);
+
+static inline size_t mca_btl_ofi_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* ------------------------------------------------------------------ peers */
+
+static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
+                                 struct opal_proc_t **procs, mca_btl_base_endpoint_t **peers,
+                                 opal_bitmap_t *reachable)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    int rc = OPAL_SUCCESS;
+
+    OPAL_THREAD_LOCK(&module->lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        mca_btl_ofi_endpoint_t *endpoint = NULL;
+        uint64_t key = (uint64_t) (uintptr_t) procs[i];
+
+        if (OPAL_SUCCESS
+            != opal_hash_table_get_value_uint64(&module->endpoints_by_proc, key,
+                                                (void **) &endpoint)) {
+            rc = mca_btl_ofi_endpoint_create(module, procs[i], &endpoint);
+            if (OPAL_ERR_UNREACH == rc) {
+                rc = OPAL_SUCCESS;
+                continue;
+            }
+            if (OPAL_SUCCESS != rc) {
+                break;
+            }
+            opal_list_append(&module->endpoints, &endpoint->super);
+            opal_hash_table_set_value_uint64(&module->endpoints_by_proc, key, endpoint);
+        }
+        peers[i] = endpoint;
+        if (NULL != reachable) {
+            opal_bitmap_set_bit(reachable, (int) i);
+        }
+    }
+    OPAL_THREAD_UNLOCK(&module->lock);
+    return rc;
+}
+
+static int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs,
+                                 struct opal_proc_t **procs, mca_btl_base_endpoint_t **peers)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+
+    OPAL_THREAD_LOCK(&module->lock);
+    for (size_t i = 0; i < nprocs; ++i) {
+        mca_btl_ofi_endpoint_t *endpoint = NULL;
+        uint64_t key = (uint64_t) (uintptr_t) procs[i];
+
+        if (OPAL_SUCCESS
+            == opal_hash_table_get_value_uint64(&module->endpoints_by_proc, key,
+                                                (void **) &endpoint)) {
+            opal_hash_table_remove_value_uint64(&module->endpoints_by_proc, key);
+            opal_list_remove_item(&module->endpoints, &endpoint->super);
+            OBJ_RELEASE(endpoint);
+        }
+        if (NULL != peers) {
+            peers[i] = NULL;
+        }
+    }
+    OPAL_THREAD_UNLOCK(&module->lock);
+    return OPAL_SUCCESS;
+}
+
+/* ----------------------------------------------------------- registration */
+
+/* Keys we request (providers without FI_MR_PROV_KEY) are random, never
+ * derived from addresses, so a peer cannot guess one from a pointer. */
+static uint64_t mca_btl_ofi_random_key(const mca_btl_ofi_module_t *module)
+{
+    uint64_t key = 0;
+    if (sizeof(key) != getrandom(&key, sizeof(key), 0)) {
+        key = ((uint64_t) opal_random() << 32) ^ (uint64_t) opal_random();
+    }
+    return key & module->key_mask;
+}
+
+static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
+                                       mca_rcache_base_registration_t *rreg)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) reg_data;
+    mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rreg;
+    uint64_t access = FI_READ | FI_WRITE;
+    int rc = -FI_ENOKEY;
+
+    if (rreg->access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
+        access |= FI_REMOTE_READ;
+    }
+    if (rreg->access_flags & MCA_RCACHE_ACCESS_REMOTE_WRITE) {
+        access |= FI_REMOTE_WRITE;
+    }
+    if (rreg->access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC) {
+        access |= FI_REMOTE_READ | FI_REMOTE_WRITE;
+    }
+
+    /* a requested key may collide with one in use: draw another */
+    for (int attempt = 0; attempt < 8 && -FI_ENOKEY == rc; ++attempt) {
+        uint64_t want = module->prov_key ? 0 : mca_btl_ofi_random_key(module);
+        rc = fi_mr_reg(module->domain, base, size, access, 0, want, 0, &reg->mr, NULL);
+    }
+    if (0 != rc) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "registration failed", true,
+                       opal_process_info.nodename, base, size, rc, fi_strerror(-rc));
+        reg->mr = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+
+    reg->desc = fi_mr_desc(reg->mr);
+    reg->handle.key = fi_mr_key(reg->mr);
+    reg->handle.base = (uint64_t) (uintptr_t) base;
+    return OPAL_SUCCESS;
+}
+
+static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registration_t *rreg)
+{
+    mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rreg;
+    (void) reg_data;
+
+    if (NULL != reg->mr) {
+        int rc = fi_close(&reg->mr->fid);
+        reg->mr = NULL;
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_close(mr)", rc);
+            return OPAL_ERROR;
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+static mca_btl_base_registration_handle_t *
+mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                         void *base, size_t size, uint32_t flags)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_rcache_base_registration_t *reg = NULL;
+    int rc;
+    (void) endpoint;
+
+    rc = module->rcache->rcache_register(module->rcache, base, size, 0,
+                                         (int32_t) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY), &reg);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc || NULL == reg)) {
+        return NULL;
+    }
+    return &((mca_btl_ofi_reg_t *) reg)->handle;
+}
+
+static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
+                                      mca_btl_base_registration_handle_t *handle)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_from_handle(handle);
+
+    return module->rcache->rcache_deregister(module->rcache, &reg->super);
+}
+
+static int mca_btl_ofi_register_error(mca_btl_base_module_t *btl,
+                                      mca_btl_base_module_error_cb_fn_t cbfunc)
+{
+    ((mca_btl_ofi_module_t *) btl)->error_cb = cbfunc;
+    return OPAL_SUCCESS;
+}
+
+/* ---------------------------------------------------------- flush / close */
+
+static int64_t mca_btl_ofi_outstanding(const mca_btl_ofi_module_t *module)
+{
+    int64_t total = 0;
+    for (int i = 0; i < module->num_contexts; ++i) {
+        total += module->contexts[i].outstanding;
+    }
+    return total;
+}
+
+/* Every operation completes with FI_DELIVERY_COMPLETE semantics (reads and
+ * fetching atomics return data from the target), so once nothing is
+ * outstanding every earlier operation is visible at its target. */
+int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    (void) endpoint;
+
+    while (mca_btl_ofi_outstanding(module) > 0) {
+        for (int i = 0; i < module->num_contexts; ++i) {
+            (void) mca_btl_ofi_context_progress(module->contexts + i);
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
+static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
+{
+    opal_list_item_t *item;
+
+    while (NULL != (item = opal_list_remove_first(&module->endpoints))) {
+        OBJ_RELEASE(item);
+    }
+    mca_btl_ofi_contexts_destroy(module);
+    if (NULL != module->rcache) {
+        mca_rcache_base_module_destroy(module->rcache);
+        module->rcache = NULL;
+    }
+    if (NULL != module->av) {
+        (void) fi_close(&module->av->fid);
+        module->av = NULL;
+    }
+    if (NULL != module->domain) {
+        (void) fi_close(&module->domain->fid);
+        module->domain = NULL;
+    }
+    if (NULL != module->fabric) {
+        (void) fi_close(&module->fabric->fid);
+        module->fabric = NULL;
+    }
+    if (NULL != module->info) {
+        fi_freeinfo(module->info);
+        module->info = NULL;
+    }
+}
+
+int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+
+    /* drain what is still in flight so no completion names freed memory */
+    if (NULL != module->contexts) {
+        (void) mca_btl_ofi_flush(btl, NULL);
+    }
+    mca_btl_ofi_module_release(module);
+    OBJ_DESTRUCT(&module->endpoints);
+    OBJ_DESTRUCT(&module->endpoints_by_proc);
+    OBJ_DESTRUCT(&module->lock);
+
+    for (int i = 0; i < mca_btl_ofi_component.num_modules; ++i) {
+        if (mca_btl_ofi_component.modules[i] == module) {
+            mca_btl_ofi_component.modules[i] = NULL;
+        }
+    }
+    mca_btl_ofi_component.num_modules = 0;
+    free(module);
+    return OPAL_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ init */
+
+/* Open what the module needs on the given provider. On failure everything
+ * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
+ * means the provider works but lacks something we need (already said). */
+int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
+{
+    mca_btl_ofi_component_t *component = &mca_btl_ofi_component;
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    mca_rcache_base_resources_t resources;
+    size_t max_ctx;
+    bool use_sep;
+    int count, rc;
+
+    module->info = info;
+    module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
+    module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    module->key_mask = (info->domain_attr->mr_key_size >= sizeof(uint64_t))
+                           ? UINT64_MAX
+                           : ((UINT64_C(1) << (8 * info->domain_attr->mr_key_size)) - 1);
+
+    rc = fi_fabric(info->fabric_attr, &module->fabric, NULL);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_fabric", rc);
+        goto err_release;
+    }
+    rc = fi_domain(module->fabric, info, &module->domain, NULL);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_domain", rc);
+        goto err_release;
+    }
+
+    mca_btl_ofi_atomics_query(module);
+    if (!(module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "provider %s domain %s: refused, fi_query_atomic reports no "
+                            "fetching 64-bit add (osc/rdma needs it)",
+                            info->fabric_attr->prov_name, info->domain_attr->name);
+        rc = OPAL_ERR_NOT_SUPPORTED;
+        goto err_release_quiet;
+    }
+
+    /* contexts: a scalable endpoint where the provider has one, else plain
+     * endpoints sharing the domain and address vector */
+    use_sep = !component->disable_sep && info->domain_attr->max_ep_tx_ctx > 1
+              && info->domain_attr->max_ep_rx_ctx > 1;
+    max_ctx = use_sep ? mca_btl_ofi_min(info->domain_attr->max_ep_tx_ctx, info->domain_attr->max_ep_rx_ctx)
+                      : mca_btl_ofi_min(info->domain_attr->ep_cnt, info->domain_attr->cq_cnt);
+    max_ctx = mca_btl_ofi_min(max_ctx, (size_t) MCA_BTL_OFI_MAX_CONTEXTS);
+    count = component->num_contexts_per_module;
+    if ((size_t) count > max_ctx) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "too many contexts", true,
+                       opal_process_info.nodename, count, info->fabric_attr->prov_name,
+                       (int) max_ctx, use_sep ? "scalable endpoint contexts" : "endpoints",
+                       (int) max_ctx);
+        count = (int) max_ctx;
+    }
+
+    if (use_sep) {
+        av_attr.rx_ctx_bits = MCA_BTL_OFI_RX_CTX_BITS;
+    }
+    rc = fi_av_open(module->domain, &av_attr, &module->av, NULL);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_av_open", rc);
+        goto err_release;
+    }
+
+    rc = mca_btl_ofi_contexts_create(module, count, use_sep);
+    if (OPAL_SUCCESS != rc) {
+        goto err_release;
+    }
+
+    resources.cache_name = "btl_ofi";
+    resources.reg_data = module;
+    resources.sizeof_reg = sizeof(mca_btl_ofi_reg_t);
+    resources.register_mem = mca_btl_ofi_rcache_register;
+    resources.deregister_mem = mca_btl_ofi_rcache_deregister;
+    module->rcache = mca_rcache_base_module_create("grdma", module, &resources);
+    if (NULL == module->rcache) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot create the grdma registration cache");
+        goto err_release;
+    }
+
+    /* limits: what the provider allows, never more than the user asked */
+    module->super.btl_put_limit = mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
+    module->super.btl_get_limit = mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
+    module->super.btl_registration_handle_size =
+        module->virt_addr ? sizeof(uint64_t) : sizeof(mca_btl_base_registration_handle_t);
+
+    rc = mca_btl_ofi_modex_send(module);
+    if (OPAL_SUCCESS != rc) {
+        goto err_release;
+    }
+
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                        "provider %s domain %s: %d context(s) on %s, mr_mode %s%s, key size %zu, "
+                        "atomic flags 0x%x",
+                        info->fabric_attr->prov_name, info->domain_attr->name, count,
+                        use_sep ? "a scalable endpoint" : "plain endpoints",
+                        module->virt_addr ? "virtual addresses" : "offsets",
+                        module->prov_key ? " with provider keys" : " with requested keys",
+                        info->domain_attr->mr_key_size, module->super.btl_atomic_flags);
+    module->initialized = true;
+    return OPAL_SUCCESS;
+
+err_release:
+    rc = OPAL_ERROR;
+err_release_quiet:
+    module->info = NULL; /* the caller still owns info */
+    mca_btl_ofi_module_release(module);
+    return rc;
+}
+
+mca_btl_ofi_module_t mca_btl_ofi_module_template = {
+    .super = {
+        .btl_component = &mca_btl_ofi_component.super,
+        .btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT,
+        .btl_latency = 10,
+        .btl_bandwidth = 10000,
+        .btl_flags = MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS
+                     | MCA_BTL_FLAGS_RDMA_FLUSH,
+        .btl_put_limit = SIZE_MAX,
+        .btl_get_limit = SIZE_MAX,
+        .btl_put_alignment = 0,
+        .btl_get_alignment = 0,
+        /* local buffers need no registration, so tell osc/rdma never to
+         * stage or register them */
+        .btl_put_local_registration_threshold = SIZE_MAX,
+        .btl_get_local_registration_threshold = SIZE_MAX,
+        .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
+
+        .btl_add_procs = mca_btl_ofi_add_procs,
+        .btl_del_procs = mca_btl_ofi_del_procs,
+        .btl_finalize = mca_btl_ofi_finalize,
+        .btl_put = mca_btl_ofi_put,
+        .btl_get = mca_btl_ofi_get,
+        .btl_atomic_op = mca_btl_ofi_aop,
+        .btl_atomic_fop = mca_btl_ofi_afop,
+        .btl_atomic_cswap = mca_btl_ofi_acswap,
+        .btl_register_mem = mca_btl_ofi_register_mem,
+        .btl_deregister_mem = mca_btl_ofi_deregister_mem,
+        .btl_register_error = mca_btl_ofi_register_error,
+        .btl_flush = mca_btl_ofi_flush,
+    },
+};

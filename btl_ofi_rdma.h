@@ -1,0 +1,118 @@
+/*
+ * btl/ofi RDMA operations and the completion objects that carry an
+ * operation's callback from the post to its completion-queue entry.
+ */
+
+#ifndef MCA_BTL_OFI_RDMA_H
+#define MCA_BTL_OFI_RDMA_H
+
+#include "btl_ofi.h"
+#include "btl_ofi_context.h"
+
+BEGIN_C_DECLS
+
+typedef struct mca_btl_ofi_completion_t {
+    opal_free_list_item_t super;
+    /* handed to libfabric as the operation context (FI_CONTEXT2-sized so
+     * providers that want scratch space in it have it) */
+    struct fi_context2 ofi_ctx;
+    mca_btl_ofi_context_t *context;
+    mca_btl_base_module_t *btl;
+    mca_btl_base_endpoint_t *endpoint;
+    void *local_address;
+    mca_btl_base_registration_handle_t *local_handle;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext;
+    void *cbdata;
+    /* atomic operand and compare value: libfabric reads them after the post
+     * returns, so they live here rather than on the caller's stack */
+    uint64_t operand[2];
+} mca_btl_ofi_completion_t;
+OBJ_CLASS_DECLARATION(mca_btl_ofi_completion_t);
+
+static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_ctx(void *op_context)
+{
+    return (mca_btl_ofi_completion_t *) ((char *) op_context
+                                         - offsetof(mca_btl_ofi_completion_t, ofi_ctx));
+}
+
+static inline mca_btl_ofi_completion_t *
+mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
+                             mca_btl_base_endpoint_t *endpoint, void *local_address,
+                             mca_btl_base_registration_handle_t *local_handle,
+                             mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                             void *cbdata)
+{
+    mca_btl_ofi_completion_t *comp = (mca_btl_ofi_completion_t *) opal_free_list_get(
+        &context->completions);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return NULL;
+    }
+    comp->context = context;
+    comp->btl = btl;
+    comp->endpoint = endpoint;
+    comp->local_address = local_address;
+    comp->local_handle = local_handle;
+    comp->cbfunc = cbfunc;
+    comp->cbcontext = cbcontext;
+    comp->cbdata = cbdata;
+    return comp;
+}
+
+/** Run the caller's callback and recycle the completion object. */
+static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
+{
+    mca_btl_ofi_context_t *context = comp->context;
+
+    if (NULL != comp->cbfunc) {
+        comp->cbfunc(comp->btl, comp->endpoint, comp->local_address, comp->local_handle,
+                     comp->cbcontext, comp->cbdata, status);
+    }
+    opal_free_list_return(&context->completions, &comp->super);
+    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+}
+
+/**
+ * Finish a post: on success the operation is in flight; on -FI_EAGAIN the
+ * context is progressed and the caller told to retry; anything else is
+ * reported and returned as an error. Called with the context lock held.
+ */
+int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
+                            ssize_t rc, const char *call);
+
+static inline int mca_btl_ofi_post_result(mca_btl_ofi_context_t *context,
+                                          mca_btl_ofi_completion_t *comp, ssize_t rc,
+                                          const char *call)
+{
+    if (OPAL_UNLIKELY(0 != rc)) {
+        return mca_btl_ofi_post_failed(context, comp, rc, call);
+    }
+    if (OPAL_UNLIKELY(context->outstanding > mca_btl_ofi_component.progress_threshold)) {
+        /* keep the queue short where the provider only moves data when polled */
+        (void) mca_btl_ofi_context_progress(context);
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    mca_btl_base_registration_handle_t *local_handle,
+                    mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                    int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata);
+
+int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    mca_btl_base_registration_handle_t *local_handle,
+                    mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                    int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata);
+
+static inline void *mca_btl_ofi_local_desc(mca_btl_base_registration_handle_t *handle)
+{
+    return NULL == handle ? NULL : mca_btl_ofi_reg_from_handle(handle)->desc;
+}
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_RDMA_H */
