@@ -1,0 +1,895 @@
+/*
+ * atomics: MPI_Fetch_and_op with every op that applies to integers, on
+ * int64_t / uint64_t / int32_t / uint32_t; MPI_Compare_and_swap counters on
+ * 32- and 64-bit types; MPI_Accumulate (SUM, BXOR, REPLACE) and
+ * MPI_Get_accumulate (SUM, NO_OP) on arrays of 1 and 1000 elements.
+ * Every rank hits the same target (rank 0, then rank n-1) at once, under
+ * MPI_Win_lock_all with MPI_Win_flush after each operation. Final values are
+ * checked exactly, fetched values wherever they are determined, and the
+ * bytes around the target are checked for stray writes (32-bit targets sit
+ * at 4 mod 8 for one of the two targets, to catch 64-bit emulation bugs).
+ *
+ * Runs on an MPI_Win_create window (all traffic to other ranks crosses our
+ * btl/ofi: btl_ofi_atomic_count must grow by at least one per operation this
+ * rank issued to another rank) and again on an MPI_Win_allocate window.
+ */
+#include "common.h"
+
+/* ---------------- integer types ---------------- */
+
+typedef struct {
+    const char *name;
+    MPI_Datatype dt;
+    int bytes;
+    int is_signed;
+} tdesc_t;
+
+static tdesc_t types[4];
+
+static void types_init(void)
+{
+    tdesc_t t[4] = {
+        {"int64", MPI_INT64_T, 8, 1},
+        {"uint64", MPI_UINT64_T, 8, 0},
+        {"int32", MPI_INT32_T, 4, 1},
+        {"uint32", MPI_UINT32_T, 4, 0},
+    };
+    memcpy(types, t, sizeof(t));
+}
+
+static uint64_t tmask(const tdesc_t *t)
+{
+    return t->bytes == 8 ? ~(uint64_t) 0 : 0xffffffffu;
+}
+
+static uint64_t norm(const tdesc_t *t, uint64_t v)
+{
+    return v & tmask(t);
+}
+
+static uint64_t topbit(const tdesc_t *t)
+{
+    return (uint64_t) 1 << (t->bytes * 8 - 1);
+}
+
+/* the value as a signed 64-bit number (sign-extended for signed types) */
+static int64_t sval(const tdesc_t *t, uint64_t v)
+{
+    if (t->bytes == 4) {
+        return t->is_signed ? (int64_t) (int32_t) (uint32_t) v : (int64_t) (uint32_t) v;
+    }
+    return (int64_t) v;
+}
+
+/* a < b in the type's own order */
+static int tless(const tdesc_t *t, uint64_t a, uint64_t b)
+{
+    if (t->is_signed) {
+        return sval(t, a) < sval(t, b);
+    }
+    return norm(t, a) < norm(t, b);
+}
+
+static void tstore(const tdesc_t *t, void *p, uint64_t v)
+{
+    if (t->bytes == 8) {
+        memcpy(p, &v, 8);
+    } else {
+        uint32_t x = (uint32_t) v;
+        memcpy(p, &x, 4);
+    }
+}
+
+static uint64_t tload(const tdesc_t *t, const void *p)
+{
+    if (t->bytes == 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
+static const char *hex(const tdesc_t *t, uint64_t v)
+{
+    return tc_fmt(t->bytes == 8 ? "0x%016" PRIx64 " (%" PRId64 ")" : "0x%08" PRIx64 " (%" PRId64 ")",
+                  norm(t, v), sval(t, v));
+}
+
+/* ---------------- ops ---------------- */
+
+enum { OP_SUM, OP_MIN, OP_MAX, OP_BAND, OP_BOR, OP_BXOR, OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE,
+       OP_NO_OP, NOPS };
+static const char *const op_names[NOPS] = {"SUM", "MIN", "MAX", "BAND", "BOR", "BXOR",
+                                           "LAND", "LOR", "LXOR", "REPLACE", "NO_OP"};
+static MPI_Op op_handle(int op)
+{
+    switch (op) {
+    case OP_SUM: return MPI_SUM;
+    case OP_MIN: return MPI_MIN;
+    case OP_MAX: return MPI_MAX;
+    case OP_BAND: return MPI_BAND;
+    case OP_BOR: return MPI_BOR;
+    case OP_BXOR: return MPI_BXOR;
+    case OP_LAND: return MPI_LAND;
+    case OP_LOR: return MPI_LOR;
+    case OP_LXOR: return MPI_LXOR;
+    case OP_REPLACE: return MPI_REPLACE;
+    default: return MPI_NO_OP;
+    }
+}
+
+/* target = target OP operand, as MPI defines it for this type */
+static uint64_t apply(int op, const tdesc_t *t, uint64_t cur, uint64_t x)
+{
+    cur = norm(t, cur);
+    x = norm(t, x);
+    switch (op) {
+    case OP_SUM: return norm(t, cur + x);
+    case OP_MIN: return tless(t, x, cur) ? x : cur;
+    case OP_MAX: return tless(t, cur, x) ? x : cur;
+    case OP_BAND: return cur & x;
+    case OP_BOR: return cur | x;
+    case OP_BXOR: return cur ^ x;
+    case OP_LAND: return (cur != 0) && (x != 0);
+    case OP_LOR: return (cur != 0) || (x != 0);
+    case OP_LXOR: return (cur != 0) != (x != 0);
+    case OP_REPLACE: return x;
+    default: return cur;
+    }
+}
+
+#define K_FAO 8
+#define MAX_RANKS 64
+
+/* operations per rank for this op (bit ops need a distinct bit each) */
+static int k_for(int op, const tdesc_t *t, int n)
+{
+    if (op == OP_BAND || op == OP_BOR || op == OP_BXOR) {
+        int k = (t->bytes * 8) / n;
+        return k < K_FAO ? (k < 1 ? 1 : k) : K_FAO;
+    }
+    return K_FAO;
+}
+
+static uint64_t init_for(int op, const tdesc_t *t)
+{
+    int w64 = t->bytes == 8;
+    switch (op) {
+    case OP_SUM:
+        /* signed: cross zero (and 32 bits for int64); unsigned: wrap around */
+        if (t->is_signed) {
+            return norm(t, w64 ? (uint64_t) (-(INT64_C(1) << 33) + 5) : (uint64_t) -100);
+        }
+        return norm(t, ~(uint64_t) 0 - 0xff);
+    case OP_MIN: return t->is_signed ? 0 : norm(t, ~(uint64_t) 0 - 0xf);
+    case OP_MAX: return 0;
+    case OP_BAND: return tmask(t);
+    case OP_BOR: return 0;
+    case OP_BXOR: return norm(t, UINT64_C(0x5555aaaa5a5aa5a5));
+    case OP_LAND: return 5;
+    case OP_LOR: return 0;
+    case OP_LXOR: return 9;
+    case OP_REPLACE: return norm(t, UINT64_C(0x0bad0bad0bad0bad));
+    default: return norm(t, UINT64_C(0x7e57da7a12345678));
+    }
+}
+
+static uint64_t operand_for(int op, const tdesc_t *t, int n, int r, int k)
+{
+    int K = k_for(op, t, n);
+    uint64_t j = (uint64_t) r * K + k; /* index of the op among all */
+    int w64 = t->bytes == 8;
+    switch (op) {
+    case OP_SUM:
+        return norm(t, w64 ? (UINT64_C(1) << 31) + 3 * j + 1 : 3 * j + 1);
+    case OP_MIN:
+    case OP_MAX:
+        if (t->is_signed) {
+            /* distinct, both signs */
+            int64_t v = (j % 2) ? -(int64_t) (j * 1000 + 7) : (int64_t) (j * 1000 + 3);
+            if (w64) {
+                v *= INT64_C(1) << 33;
+            }
+            return norm(t, (uint64_t) v);
+        }
+        /* distinct, some with the top bit set: a signed/unsigned mix-up shows */
+        return (j % 2) ? norm(t, topbit(t) | (j * 1000)) : norm(t, 0x100 + j * 1000);
+    case OP_BAND: return norm(t, ~((uint64_t) 1 << j));
+    case OP_BOR:
+    case OP_BXOR: return (uint64_t) 1 << j;
+    case OP_LAND: return (r == n - 1 && k == K - 1) ? 0 : 3;
+    case OP_LOR: return (r == 0 && k == 0) ? 6 : 0;
+    case OP_LXOR: return (k % 2 == 0) ? 3 : 0;
+    case OP_REPLACE:
+        return norm(t, (w64 ? UINT64_C(0xabcd000000000000) : UINT64_C(0xab000000)) | ((j + 1) << 8)
+                           | (j + 1));
+    default: return norm(t, 0x1234);
+    }
+}
+
+/* ---------------- window ---------------- */
+
+#define WIN_BYTES 65536
+#define SLOT 64       /* offset of the target value */
+#define CANARY 0xC3
+#define CANARY_LO 32  /* canary bytes [CANARY_LO, SLOT) and after the value */
+#define ACC_OFF 1024  /* accumulate arrays */
+#define ACC_MAX 1000
+
+enum { WIN_CREATE, WIN_ALLOCATE };
+static const char *const kind_names[2] = {"win_create", "win_allocate"};
+
+static MPI_Win win;
+static unsigned char *wbase;
+static void *wfree;
+static int wkind;
+
+static void window_open(int kind)
+{
+    wkind = kind;
+    wfree = NULL;
+    if (kind == WIN_CREATE) {
+        CHECK(0 == posix_memalign(&wfree, 4096, WIN_BYTES), "posix_memalign");
+        wbase = wfree;
+        MPI_CHECK(MPI_Win_create(wbase, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    } else {
+        MPI_CHECK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wbase, &win));
+    }
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, tc_rank, 0, win));
+    memset(wbase, 0, WIN_BYTES);
+    MPI_CHECK(MPI_Win_unlock(tc_rank, win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void window_close(void)
+{
+    MPI_CHECK(MPI_Win_free(&win));
+    free(wfree);
+}
+
+/* Target T sets up its memory: canary around [off, off+len), `len' bytes
+ * written by the caller afterwards. Collective. */
+static void target_begin(int T)
+{
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+    }
+}
+
+static void target_end(int T)
+{
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_unlock(T, win));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void canary_set(size_t off, size_t len)
+{
+    memset(wbase + CANARY_LO, CANARY, off - CANARY_LO);
+    memset(wbase + off + len, CANARY, 32);
+}
+
+static void canary_check(const char *what, size_t off, size_t len)
+{
+    for (size_t i = CANARY_LO; i < off; ++i) {
+        CHECK(wbase[i] == CANARY, "%s: byte %zu before the target changed to 0x%02x", what, off - i,
+              wbase[i]);
+    }
+    for (size_t i = 0; i < 32; ++i) {
+        CHECK(wbase[off + len + i] == CANARY, "%s: byte %zu after the target changed to 0x%02x",
+              what, i, wbase[off + len + i]);
+    }
+}
+
+/* Counters: expected growth for ops this rank sends to another rank. */
+static tc_counters_t cnt_before;
+static tc_expect_t cnt_exp;
+
+static void counters_start(void)
+{
+    memset(&cnt_exp, 0, sizeof(cnt_exp));
+    tc_counters_read(&cnt_before);
+}
+
+static void counters_stop(const char *what)
+{
+    tc_counters_t after;
+    tc_counters_read(&after);
+    tc_counters_check(what, &cnt_before, &after, &cnt_exp, wkind == WIN_CREATE, 0);
+}
+
+static void counters_group(const char *what, tc_counters_t *group_before, tc_expect_t *group_exp)
+{
+    tc_counters_t after;
+    tc_counters_read(&after);
+    tc_counters_expect(what, group_before, &after, group_exp, wkind == WIN_CREATE);
+}
+
+/* ---------------- checks on the gathered fetched values ---------------- */
+
+typedef struct {
+    uint64_t operand;
+    uint64_t fetched;
+    int rank;
+    int k;
+} opres_t;
+
+static const tdesc_t *sort_t;
+static uint64_t sort_init;
+static int by_distance(const void *a, const void *b)
+{
+    uint64_t da = norm(sort_t, ((const opres_t *) a)->fetched - sort_init);
+    uint64_t db = norm(sort_t, ((const opres_t *) b)->fetched - sort_init);
+    return da < db ? -1 : da > db;
+}
+
+/* SUM with operands of one sign: the fetched values, ordered by their
+ * distance from init, form the chain init, init+x0, init+x0+x1, ... */
+static void check_sum_chain(const char *what, const tdesc_t *t, uint64_t init, uint64_t final,
+                            opres_t *ops, int nops)
+{
+    sort_t = t;
+    sort_init = init;
+    qsort(ops, nops, sizeof(*ops), by_distance);
+    uint64_t cur = init;
+    for (int i = 0; i < nops; ++i) {
+        CHECK(norm(t, ops[i].fetched) == norm(t, cur),
+              "%s: fetched values do not form a chain: step %d expected %s, got %s (rank %d op %d)",
+              what, i, hex(t, cur), hex(t, ops[i].fetched), ops[i].rank, ops[i].k);
+        cur = apply(OP_SUM, t, cur, ops[i].operand);
+    }
+    CHECK(norm(t, cur) == norm(t, final), "%s: chain ends at %s but final value is %s", what,
+          hex(t, cur), hex(t, final));
+}
+
+/* REPLACE: starting at init, each value is fetched by exactly one op, which
+ * wrote the next one; the last written value is the final one. */
+static void check_replace_chain(const char *what, const tdesc_t *t, uint64_t init, uint64_t final,
+                                opres_t *ops, int nops)
+{
+    char *used = calloc(nops, 1);
+    uint64_t cur = init;
+    for (int step = 0; step < nops; ++step) {
+        int found = -1;
+        for (int j = 0; j < nops; ++j) {
+            if (!used[j] && norm(t, ops[j].fetched) == norm(t, cur)) {
+                CHECK(found < 0, "%s: value %s fetched by two ops (rank %d op %d, rank %d op %d)",
+                      what, hex(t, cur), ops[found].rank, ops[found].k, ops[j].rank, ops[j].k);
+                found = j;
+            }
+        }
+        CHECK(found >= 0, "%s: no op fetched %s (chain step %d of %d)", what, hex(t, cur), step,
+              nops);
+        used[found] = 1;
+        cur = ops[found].operand;
+    }
+    free(used);
+    CHECK(norm(t, cur) == norm(t, final), "%s: chain of swaps ends at %s but final value is %s",
+          what, hex(t, cur), hex(t, final));
+}
+
+static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int K, uint64_t init,
+                          uint64_t final, opres_t *ops)
+{
+    int nops = n * K;
+    switch (op) {
+    case OP_SUM:
+        check_sum_chain(what, t, init, final, ops, nops);
+        break;
+    case OP_REPLACE:
+        check_replace_chain(what, t, init, final, ops, nops);
+        break;
+    case OP_NO_OP:
+        for (int i = 0; i < nops; ++i) {
+            CHECK(norm(t, ops[i].fetched) == init, "%s: rank %d op %d fetched %s, expected %s", what,
+                  ops[i].rank, ops[i].k, hex(t, ops[i].fetched), hex(t, init));
+        }
+        break;
+    case OP_MIN:
+    case OP_MAX:
+        for (int i = 0; i < nops; ++i) {
+            uint64_t f = norm(t, ops[i].fetched);
+            int known = f == init;
+            for (int j = 0; j < nops && !known; ++j) {
+                known = f == norm(t, ops[j].operand);
+            }
+            CHECK(known, "%s: rank %d op %d fetched %s, neither the initial value nor an operand",
+                  what, ops[i].rank, ops[i].k, hex(t, f));
+            /* the value only moves from init towards final */
+            if (op == OP_MIN) {
+                CHECK(!tless(t, f, final) && !tless(t, init, f),
+                      "%s: fetched %s outside [final %s, init %s]", what, hex(t, f), hex(t, final),
+                      hex(t, init));
+            } else {
+                CHECK(!tless(t, final, f) && !tless(t, f, init),
+                      "%s: fetched %s outside [init %s, final %s]", what, hex(t, f), hex(t, init),
+                      hex(t, final));
+            }
+            /* one origin's ops are ordered: its fetched values are monotone */
+            if (i > 0 && ops[i - 1].rank == ops[i].rank) {
+                uint64_t p = norm(t, ops[i - 1].fetched);
+                CHECK(op == OP_MIN ? !tless(t, p, f) : !tless(t, f, p),
+                      "%s: rank %d fetched %s after %s: not monotone", what, ops[i].rank,
+                      hex(t, f), hex(t, p));
+            }
+        }
+        break;
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+        for (int i = 0; i < nops; ++i) {
+            uint64_t f = norm(t, ops[i].fetched);
+            uint64_t bit = (uint64_t) 1 << (ops[i].rank * K + ops[i].k);
+            if (op == OP_BAND) {
+                CHECK(f & bit, "%s: rank %d op %d fetched %s: its own bit was cleared by someone",
+                      what, ops[i].rank, ops[i].k, hex(t, f));
+                CHECK((f & ~init) == 0, "%s: fetched %s has bits not in init %s", what, hex(t, f),
+                      hex(t, init));
+            } else if (op == OP_BOR) {
+                CHECK(!(f & bit), "%s: rank %d op %d fetched %s: its own bit was already set",
+                      what, ops[i].rank, ops[i].k, hex(t, f));
+                CHECK((f & ~final) == 0, "%s: fetched %s has bits not in the final %s", what,
+                      hex(t, f), hex(t, final));
+            } else {
+                CHECK((f & bit) == (init & bit), "%s: rank %d op %d fetched %s: its own bit "
+                      "was flipped by someone (init %s)", what, ops[i].rank, ops[i].k, hex(t, f),
+                      hex(t, init));
+            }
+        }
+        break;
+    case OP_LOR:
+        /* init 0, one op (rank 0's first) writes true */
+        for (int i = 0; i < nops; ++i) {
+            uint64_t f = norm(t, ops[i].fetched);
+            CHECK(f == 0 || f == 1, "%s: rank %d op %d fetched %s: a logical op left a value "
+                  "other than 0 or 1", what, ops[i].rank, ops[i].k, hex(t, f));
+            if (ops[i].rank == 0 && ops[i].k > 0) {
+                CHECK(f == 1, "%s: rank 0 op %d fetched 0 after its own op 0 wrote true", what,
+                      ops[i].k);
+            }
+        }
+        break;
+    case OP_LAND:
+    case OP_LXOR: {
+        /* init 5 / 9 (neither 0 nor 1): exactly the first op in the atomic
+         * order fetches it; after that only 0 or 1 can be read */
+        int saw_init = 0;
+        for (int i = 0; i < nops; ++i) {
+            uint64_t f = norm(t, ops[i].fetched);
+            if (f == init) {
+                ++saw_init;
+                continue;
+            }
+            CHECK(f == 0 || f == 1, "%s: rank %d op %d fetched %s: a logical op left a value "
+                  "other than 0 or 1", what, ops[i].rank, ops[i].k, hex(t, f));
+        }
+        CHECK(saw_init == 1, "%s: %d ops fetched the initial value %s, expected exactly 1", what,
+              saw_init, hex(t, init));
+        break;
+    }
+    }
+}
+
+/* ---------------- MPI_Fetch_and_op ---------------- */
+
+static void test_fetch_and_op(int op, const tdesc_t *t, int T)
+{
+    const int n = tc_size;
+    const int K = k_for(op, t, n);
+    /* 32-bit values sit at 4 mod 8 when the target is the last rank */
+    const size_t off = (t->bytes == 4 && T == n - 1) ? SLOT + 4 : SLOT;
+    const uint64_t init = init_for(op, t);
+    char what[128];
+    snprintf(what, sizeof(what), "fetch_and_op %s %s target=%d (%s, offset %zu)", op_names[op],
+             t->name, T, kind_names[wkind], off);
+
+    target_begin(T);
+    if (tc_rank == T) {
+        canary_set(off, t->bytes);
+        tstore(t, wbase + off, init);
+    }
+    target_end(T);
+
+    counters_start();
+    uint64_t fetched[K_FAO];
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < K; ++k) {
+        unsigned char obuf[8], rbuf[8];
+        memset(rbuf, 0xEE, sizeof(rbuf));
+        tstore(t, obuf, operand_for(op, t, n, tc_rank, k));
+        MPI_CHECK(MPI_Fetch_and_op(obuf, rbuf, t->dt, T, (MPI_Aint) off, op_handle(op), win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        fetched[k] = tload(t, rbuf);
+        if (T != tc_rank) {
+            cnt_exp.min[TC_ATOMIC_COUNT] += 1;
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    counters_stop(what);
+
+    /* final value, read by the target */
+    uint64_t final = 0;
+    target_begin(T);
+    if (tc_rank == T) {
+        final = tload(t, wbase + off);
+        canary_check(what, off, t->bytes);
+    }
+    target_end(T);
+    MPI_CHECK(MPI_Bcast(&final, 1, MPI_UINT64_T, T, MPI_COMM_WORLD));
+
+    uint64_t *all = tc_rank == 0 ? malloc(sizeof(uint64_t) * n * K_FAO) : NULL;
+    MPI_CHECK(MPI_Gather(fetched, K_FAO, MPI_UINT64_T, all, K_FAO, MPI_UINT64_T, 0,
+                         MPI_COMM_WORLD));
+    if (tc_rank == 0) {
+        /* expected final: the ops are commutative, fold them in any order */
+        uint64_t expect = init;
+        opres_t *ops = malloc(sizeof(opres_t) * n * K);
+        for (int r = 0; r < n; ++r) {
+            for (int k = 0; k < K; ++k) {
+                opres_t *o = &ops[r * K + k];
+                o->operand = operand_for(op, t, n, r, k);
+                o->fetched = all[r * K_FAO + k];
+                o->rank = r;
+                o->k = k;
+                expect = apply(op, t, expect, o->operand);
+            }
+        }
+        if (op != OP_REPLACE) {
+            CHECK(norm(t, final) == norm(t, expect), "%s: final value %s, expected %s", what,
+                  hex(t, final), hex(t, expect));
+        }
+        check_fetched(what, op, t, n, K, init, final, ops);
+        printf("  ok %s: %d ops, final %s\n", what, n * K, hex(t, final));
+        free(ops);
+        free(all);
+    }
+}
+
+/* ---------------- MPI_Compare_and_swap counter ---------------- */
+
+#define K_CAS 16
+
+static uint64_t cas_init(const tdesc_t *t)
+{
+    switch (t->bytes * 2 + !t->is_signed) {
+    case 16: return UINT64_C(0x100000000) - 20;         /* int64: crosses 2^32 */
+    case 17: return ~(uint64_t) 0 - 20;                 /* uint64: wraps */
+    case 8: return (uint64_t) (int64_t) -30;            /* int32: crosses 0 */
+    default: return 0xffffffffu - 20;                   /* uint32: wraps */
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_cas_counter(const tdesc_t *t, int T)
+{
+    const int n = tc_size;
+    const size_t off = (t->bytes == 4 && T == n - 1) ? SLOT + 4 : SLOT;
+    const uint64_t init = norm(t, cas_init(t));
+    char what[128];
+    snprintf(what, sizeof(what), "compare_and_swap counter %s target=%d (%s, offset %zu)", t->name,
+             T, kind_names[wkind], off);
+
+    target_begin(T);
+    if (tc_rank == T) {
+        canary_set(off, t->bytes);
+        tstore(t, wbase + off, init);
+    }
+    target_end(T);
+
+    counters_start();
+    uint64_t won[K_CAS];
+    long attempts = 0;
+    unsigned char obuf[8], cbuf[8], rbuf[8];
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    /* read the current value */
+    MPI_CHECK(MPI_Fetch_and_op(NULL, rbuf, t->dt, T, (MPI_Aint) off, MPI_NO_OP, win));
+    MPI_CHECK(MPI_Win_flush(T, win));
+    if (T != tc_rank) {
+        cnt_exp.min[TC_ATOMIC_COUNT] += 1;
+    }
+    uint64_t guess = tload(t, rbuf);
+    for (int k = 0; k < K_CAS; ++k) {
+        for (;;) {
+            uint64_t newv = norm(t, guess + 1);
+            tstore(t, cbuf, guess);
+            tstore(t, obuf, newv);
+            memset(rbuf, 0xEE, sizeof(rbuf));
+            MPI_CHECK(MPI_Compare_and_swap(obuf, cbuf, rbuf, t->dt, T, (MPI_Aint) off, win));
+            MPI_CHECK(MPI_Win_flush(T, win));
+            ++attempts;
+            if (T != tc_rank) {
+                cnt_exp.min[TC_ATOMIC_COUNT] += 1;
+            }
+            uint64_t old = tload(t, rbuf);
+            if (old == guess) {
+                won[k] = old;
+                guess = newv;
+                break;
+            }
+            /* lost the race: `old' is the current value */
+            CHECK(norm(t, old - init) < (uint64_t) n * K_CAS,
+                  "%s: compare_and_swap returned %s, not a value the counter can have had", what,
+                  hex(t, old));
+            guess = old;
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    counters_stop(what);
+
+    uint64_t final = 0;
+    target_begin(T);
+    if (tc_rank == T) {
+        final = tload(t, wbase + off);
+        canary_check(what, off, t->bytes);
+    }
+    target_end(T);
+    MPI_CHECK(MPI_Bcast(&final, 1, MPI_UINT64_T, T, MPI_COMM_WORLD));
+
+    long total_attempts = 0;
+    MPI_CHECK(MPI_Reduce(&attempts, &total_attempts, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    uint64_t *all = tc_rank == 0 ? malloc(sizeof(uint64_t) * n * K_CAS) : NULL;
+    MPI_CHECK(MPI_Gather(won, K_CAS, MPI_UINT64_T, all, K_CAS, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+    if (tc_rank == 0) {
+        uint64_t expect = norm(t, init + (uint64_t) n * K_CAS);
+        CHECK(norm(t, final) == expect, "%s: final value %s, expected %s = init + %d*%d", what,
+              hex(t, final), hex(t, expect), n, K_CAS);
+        /* every successful CAS saw a distinct old value: exactly
+         * init, init+1, ..., init+nK-1 */
+        for (int i = 0; i < n * K_CAS; ++i) {
+            all[i] = norm(t, all[i] - init);
+        }
+        qsort(all, n * K_CAS, sizeof(uint64_t), cmp_u64);
+        for (int i = 0; i < n * K_CAS; ++i) {
+            CHECK(all[i] == (uint64_t) i, "%s: successful CAS old values are not init+0..init+%d: "
+                  "sorted position %d is init+%" PRIu64 " (a value won twice or was skipped)",
+                  what, n * K_CAS - 1, i, all[i]);
+        }
+        printf("  ok %s: %d increments (%ld CAS attempts), final %s\n", what, n * K_CAS,
+               total_attempts, hex(t, final));
+        free(all);
+    }
+}
+
+/* ---------------- MPI_Accumulate / MPI_Get_accumulate ---------------- */
+
+#define K_ACC 4
+
+static uint64_t acc_init(const tdesc_t *t, int i)
+{
+    return norm(t, (uint64_t) i * 1000 - 7 + ((uint64_t) 0x10001 << (t->bytes == 8 ? 32 : 0)));
+}
+
+static uint64_t acc_operand(int op, const tdesc_t *t, int r, int k, int i)
+{
+    switch (op) {
+    case OP_SUM: return norm(t, (uint64_t) (r + 1) * (i + 1) + k);
+    case OP_BXOR: {
+        uint64_t x = ((uint64_t) r * K_ACC + k + 1) * UINT64_C(0x9E3779B97F4A7C15);
+        x ^= (uint64_t) i * UINT64_C(0xBF58476D1CE4E5B9);
+        return norm(t, x ^ (x >> 29));
+    }
+    default: /* REPLACE: identifies (rank, op, element) */
+        return norm(t, ((uint64_t) (r + 1) << (t->bytes == 8 ? 40 : 24)) | ((uint64_t) k << 16)
+                           | (uint64_t) i);
+    }
+}
+
+/* gacc: 0 = MPI_Accumulate, 1 = MPI_Get_accumulate */
+static void test_accumulate(int gacc, int op, const tdesc_t *t, int count, int T)
+{
+    const int n = tc_size;
+    const size_t off = ACC_OFF;
+    const size_t len = (size_t) count * t->bytes;
+    char what[160];
+    snprintf(what, sizeof(what), "%s %s %s count=%d target=%d (%s)",
+             gacc ? "get_accumulate" : "accumulate", op_names[op], t->name, count, T,
+             kind_names[wkind]);
+
+    target_begin(T);
+    if (tc_rank == T) {
+        canary_set(off, len);
+        for (int i = 0; i < count; ++i) {
+            tstore(t, wbase + off + (size_t) i * t->bytes, acc_init(t, i));
+        }
+    }
+    target_end(T);
+
+    unsigned char *obuf = malloc(len);
+    unsigned char *rbuf = malloc(len);
+    uint64_t *fetched = calloc((size_t) K_ACC * count, sizeof(uint64_t));
+
+    counters_start();
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < K_ACC; ++k) {
+        for (int i = 0; i < count; ++i) {
+            tstore(t, obuf + (size_t) i * t->bytes, acc_operand(op, t, tc_rank, k, i));
+        }
+        if (gacc) {
+            memset(rbuf, 0xEE, len);
+            MPI_CHECK(MPI_Get_accumulate(obuf, count, t->dt, rbuf, count, t->dt, T, (MPI_Aint) off,
+                                         count, t->dt, op_handle(op), win));
+        } else {
+            MPI_CHECK(MPI_Accumulate(obuf, count, t->dt, T, (MPI_Aint) off, count, t->dt,
+                                     op_handle(op), win));
+        }
+        MPI_CHECK(MPI_Win_flush(T, win));
+        if (gacc) {
+            for (int i = 0; i < count; ++i) {
+                fetched[(size_t) k * count + i] = tload(t, rbuf + (size_t) i * t->bytes);
+            }
+        }
+        if (T != tc_rank) {
+            cnt_exp.min[TC_ATOMIC_COUNT] += 1;
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    counters_stop(what);
+
+    uint64_t *final = calloc(count, sizeof(uint64_t));
+    target_begin(T);
+    if (tc_rank == T) {
+        for (int i = 0; i < count; ++i) {
+            final[i] = tload(t, wbase + off + (size_t) i * t->bytes);
+        }
+        canary_check(what, off, len);
+    }
+    target_end(T);
+    MPI_CHECK(MPI_Bcast(final, count, MPI_UINT64_T, T, MPI_COMM_WORLD));
+
+    uint64_t *all = NULL;
+    if (gacc) {
+        all = tc_rank == 0 ? malloc(sizeof(uint64_t) * n * K_ACC * count) : NULL;
+        MPI_CHECK(MPI_Gather(fetched, K_ACC * count, MPI_UINT64_T, all, K_ACC * count,
+                             MPI_UINT64_T, 0, MPI_COMM_WORLD));
+    }
+
+    if (tc_rank == 0) {
+        opres_t *ops = malloc(sizeof(opres_t) * n * K_ACC);
+        for (int i = 0; i < count; ++i) {
+            uint64_t init = acc_init(t, i);
+            uint64_t f = norm(t, final[i]);
+            if (op == OP_REPLACE) {
+                /* each origin's ops to one target are ordered: the final
+                 * element is the last value written by some rank */
+                int ok = 0;
+                for (int r = 0; r < n && !ok; ++r) {
+                    ok = f == acc_operand(op, t, r, K_ACC - 1, i);
+                }
+                CHECK(ok, "%s: element %d is %s, not the last value written by any rank", what, i,
+                      hex(t, f));
+            } else {
+                uint64_t expect = init;
+                if (op != OP_NO_OP) {
+                    for (int r = 0; r < n; ++r) {
+                        for (int k = 0; k < K_ACC; ++k) {
+                            expect = apply(op, t, expect, acc_operand(op, t, r, k, i));
+                        }
+                    }
+                }
+                CHECK(f == expect, "%s: element %d is %s, expected %s", what, i, hex(t, f),
+                      hex(t, expect));
+            }
+            if (gacc) {
+                for (int r = 0; r < n; ++r) {
+                    for (int k = 0; k < K_ACC; ++k) {
+                        opres_t *o = &ops[r * K_ACC + k];
+                        o->operand = acc_operand(op, t, r, k, i);
+                        o->fetched = all[((size_t) r * K_ACC + k) * count + i];
+                        o->rank = r;
+                        o->k = k;
+                    }
+                }
+                char ewhat[200];
+                snprintf(ewhat, sizeof(ewhat), "%s element %d", what, i);
+                check_fetched(ewhat, op, t, n, K_ACC, init, f, ops);
+            }
+        }
+        printf("  ok %s: %d ops of %d elements\n", what, n * K_ACC, count);
+        free(ops);
+    }
+    free(all);
+    free(final);
+    free(fetched);
+    free(obuf);
+    free(rbuf);
+}
+
+int main(int argc, char **argv)
+{
+    tc_init(&argc, &argv, "atomics");
+    types_init();
+    const int n = tc_size;
+    if (n < 2 || n > MAX_RANKS) {
+        FAILF("atomics needs 2..%d ranks (got %d)", MAX_RANKS, n);
+    }
+    const int targets[2] = {0, n - 1};
+
+    for (int kind = WIN_CREATE; kind <= WIN_ALLOCATE; ++kind) {
+        double t0 = tc_now();
+        window_open(kind);
+        tc_counters_t gb;
+        tc_expect_t ge;
+
+        /* MPI_Fetch_and_op: every op on every type */
+        for (int op = 0; op < NOPS; ++op) {
+            tc_counters_read(&gb);
+            memset(&ge, 0, sizeof(ge));
+            for (int ti = 0; ti < 4; ++ti) {
+                for (int tt = 0; tt < 2; ++tt) {
+                    test_fetch_and_op(op, &types[ti], targets[tt]);
+                    for (int c = 0; c < TC_NCOUNTERS; ++c) {
+                        ge.min[c] += cnt_exp.min[c];
+                    }
+                }
+            }
+            char what[96];
+            snprintf(what, sizeof(what), "%s fetch_and_op %s", kind_names[kind], op_names[op]);
+            counters_group(what, &gb, &ge);
+        }
+
+        /* MPI_Compare_and_swap counters */
+        tc_counters_read(&gb);
+        memset(&ge, 0, sizeof(ge));
+        for (int ti = 0; ti < 4; ++ti) {
+            for (int tt = 0; tt < 2; ++tt) {
+                test_cas_counter(&types[ti], targets[tt]);
+                for (int c = 0; c < TC_NCOUNTERS; ++c) {
+                    ge.min[c] += cnt_exp.min[c];
+                }
+            }
+        }
+        {
+            char what[96];
+            snprintf(what, sizeof(what), "%s compare_and_swap", kind_names[kind]);
+            counters_group(what, &gb, &ge);
+        }
+
+        /* MPI_Accumulate and MPI_Get_accumulate */
+        static const int acc_ops[3] = {OP_SUM, OP_BXOR, OP_REPLACE};
+        static const int gacc_ops[2] = {OP_SUM, OP_NO_OP};
+        static const int counts[2] = {1, ACC_MAX};
+        const tdesc_t *acc_types[2] = {&types[0], &types[3]}; /* int64, uint32 */
+        tc_counters_read(&gb);
+        memset(&ge, 0, sizeof(ge));
+        for (int ai = 0; ai < 2; ++ai) {
+            for (int ci = 0; ci < 2; ++ci) {
+                for (int tt = 0; tt < 2; ++tt) {
+                    for (int oi = 0; oi < 3; ++oi) {
+                        test_accumulate(0, acc_ops[oi], acc_types[ai], counts[ci], targets[tt]);
+                        for (int c = 0; c < TC_NCOUNTERS; ++c) {
+                            ge.min[c] += cnt_exp.min[c];
+                        }
+                    }
+                    for (int oi = 0; oi < 2; ++oi) {
+                        test_accumulate(1, gacc_ops[oi], acc_types[ai], counts[ci], targets[tt]);
+                        for (int c = 0; c < TC_NCOUNTERS; ++c) {
+                            ge.min[c] += cnt_exp.min[c];
+                        }
+                    }
+                }
+            }
+        }
+        {
+            char what[96];
+            snprintf(what, sizeof(what), "%s accumulate+get_accumulate", kind_names[kind]);
+            counters_group(what, &gb, &ge);
+        }
+
+        window_close();
+        tc_say("atomics %s: all fetch_and_op, compare_and_swap and accumulate cases passed (%.2fs)",
+               kind_names[kind], tc_now() - t0);
+    }
+
+    tc_finish();
+    return 0;
+}
