@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+#
+# Build and install the ofi BTL component:
+#
+#   scripts/build.sh              install missing Debian packages (as root),
+#                                 then autogen, configure, make, make install
+#   scripts/build.sh --deps-only  only the package check/installation
+#
+# Installs into PREFIX = ${BTL_OFI_PREFIX:-<repo>/_install}; the component
+# ends up as $PREFIX/lib/openmpi/mca_btl_ofi.so. Run it through
+# scripts/ofirun to make Open MPI load it instead of its own btl/ofi.
+#
+# Extra configure arguments: BTL_OFI_CONFIGURE_ARGS="--enable-werror ...".
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+prefix=${BTL_OFI_PREFIX:-$repo/_install}
+
+deps_only=0
+case "${1:-}" in
+--deps-only) deps_only=1 ;;
+"") ;;
+-h | --help)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+*)
+    echo "build.sh: unknown argument '$1' (try --help)" >&2
+    exit 2
+    ;;
+esac
+
+log() { echo "build.sh: $*"; }
+
+# ------------------------------------------------------------------
+# Debian packages: install what is missing (only when root).
+# ------------------------------------------------------------------
+packages=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin autoconf automake libtool
+    pkg-config make gcc)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg -s "$p" >/dev/null 2>&1; then
+        missing+=("$p")
+    fi
+done
+# dpkg -s also says "installed" for a package in state deinstall/config-files
+for p in "${packages[@]}"; do
+    if dpkg -s "$p" >/dev/null 2>&1 &&
+        ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if ((${#missing[@]})); then
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        log "installing missing packages: ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update
+        apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+    else
+        echo "build.sh: missing packages: ${missing[*]}" >&2
+        echo "build.sh: install them (as root): apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+else
+    log "all required packages are installed"
+fi
+
+if ((deps_only)); then
+    exit 0
+fi
+
+# ------------------------------------------------------------------
+# Build and install.
+# ------------------------------------------------------------------
+cd "$repo"
+for f in autogen.sh configure.ac Makefile.am; do
+    if [[ ! -f $f ]]; then
+        echo "build.sh: $repo/$f is missing: nothing to build" >&2
+        exit 1
+    fi
+done
+
+log "autogen"
+./autogen.sh
+log "configure --prefix=$prefix ${BTL_OFI_CONFIGURE_ARGS:-}"
+# shellcheck disable=SC2086 # word splitting of the extra arguments is wanted
+./configure --prefix="$prefix" ${BTL_OFI_CONFIGURE_ARGS:-}
+log "make"
+make -j2
+log "make install"
+make install
+
+so=$prefix/lib/openmpi/mca_btl_ofi.so
+if [[ ! -f $so ]]; then
+    echo "build.sh: make install did not produce $so" >&2
+    exit 1
+fi
+log "installed $so"

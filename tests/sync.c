@@ -1,0 +1,462 @@
+/*
+ * sync: every MPI one-sided synchronisation mode over an MPI_Win_create
+ * window (so every transfer to another rank crosses our btl/ofi):
+ *   fence; post/start/complete/wait; lock/unlock shared and exclusive (an
+ *   exclusive lock protects a get-increment-put counter: exact final count);
+ *   lock_all with MPI_Win_flush, MPI_Win_flush_local (the origin buffer is
+ *   reusable once it returns), MPI_Win_flush_local_all, MPI_Win_flush_all;
+ *   and visibility to a second origin: rank 1 puts 1 MiB + 1 B into rank 0's
+ *   window, flushes, tells rank 2 with a two-sided message, and rank 2 reads
+ *   the region back from rank 0 and checks every byte (with 2 ranks, rank 1
+ *   reads it back itself through a second window on the same memory).
+ */
+#include "common.h"
+
+#define SLOT 8192                      /* per-rank slot in the slot area */
+#define SLOTS_OFF 0                    /* n slots of SLOT bytes */
+#define FENCE_SZ 4096
+#define CNT_OFF (64 * SLOT)            /* exclusive-lock counter (int64) */
+#define VIS_OFF (CNT_OFF + 4096)       /* visibility region */
+#define VIS_MAX ((1u << 20) + 1)
+#define WIN_BYTES (VIS_OFF + VIS_MAX + 4096)
+#define MAX_RANKS 64
+#define TAG_NOTIFY 17
+
+static MPI_Win win;
+static unsigned char *wbase;
+static tc_expect_t exp_all; /* growth this rank must see over the whole test */
+static unsigned round_no = 100;
+
+static void count_put(int target, size_t bytes)
+{
+    if (target != tc_rank) {
+        exp_all.min[TC_PUT_COUNT] += 1;
+        exp_all.min[TC_PUT_BYTES] += bytes;
+    }
+}
+
+static void count_get(int target, size_t bytes)
+{
+    if (target != tc_rank) {
+        exp_all.min[TC_GET_COUNT] += 1;
+        exp_all.min[TC_GET_BYTES] += bytes;
+    }
+}
+
+static void self_lock(void)
+{
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, tc_rank, 0, win));
+}
+
+static void self_unlock(void)
+{
+    MPI_CHECK(MPI_Win_unlock(tc_rank, win));
+}
+
+/* ---------------- fence ---------------- */
+static void test_fence(void)
+{
+    const int n = tc_size, right = (tc_rank + 1) % n, left = (tc_rank + n - 1) % n;
+    unsigned char *buf = malloc(FENCE_SZ);
+    MPI_CHECK(MPI_Win_fence(MPI_MODE_NOPRECEDE, win));
+    for (int e = 0; e < 4; ++e) {
+        unsigned r = round_no++;
+        /* epoch 1: put to the right neighbour */
+        tc_fill(buf, tc_rank, FENCE_SZ, r);
+        MPI_CHECK(MPI_Put(buf, FENCE_SZ, MPI_BYTE, right, SLOTS_OFF + (e % 2) * SLOT, FENCE_SZ,
+                          MPI_BYTE, win));
+        count_put(right, FENCE_SZ);
+        MPI_CHECK(MPI_Win_fence(0, win));
+        tc_verify(tc_fmt("fence epoch %d: data put by rank %d", e, left),
+                  wbase + SLOTS_OFF + (e % 2) * SLOT, left, FENCE_SZ, r);
+        /* epoch 2: get it back from the right neighbour */
+        memset(buf, 0, FENCE_SZ);
+        MPI_CHECK(MPI_Get(buf, FENCE_SZ, MPI_BYTE, right, SLOTS_OFF + (e % 2) * SLOT, FENCE_SZ,
+                          MPI_BYTE, win));
+        count_get(right, FENCE_SZ);
+        MPI_CHECK(MPI_Win_fence(0, win));
+        tc_verify(tc_fmt("fence epoch %d: data read back from rank %d", e, right), buf, tc_rank,
+                  FENCE_SZ, r);
+    }
+    MPI_CHECK(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    free(buf);
+    tc_say("  ok fence: 4 rounds of put + get between fences");
+}
+
+/* ---------------- post/start/complete/wait ---------------- */
+static MPI_Group group_of(const int *ranks, int count)
+{
+    MPI_Group world, g;
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    MPI_CHECK(MPI_Group_incl(world, count, ranks, &g));
+    MPI_CHECK(MPI_Group_free(&world));
+    return g;
+}
+
+static void test_pscw(void)
+{
+    const int n = tc_size, right = (tc_rank + 1) % n, left = (tc_rank + n - 1) % n;
+    unsigned char *buf = malloc(SLOT);
+
+    /* ring: expose to the left neighbour, access the right one */
+    MPI_Group gl = group_of(&left, 1), gr = group_of(&right, 1);
+    for (int e = 0; e < 3; ++e) {
+        unsigned r = round_no++;
+        size_t sz = e == 1 ? 1 : SLOT - e; /* 8192, 1, 8190 bytes */
+        tc_fill(buf, tc_rank, sz, r);
+        MPI_CHECK(MPI_Win_post(gl, 0, win));
+        MPI_CHECK(MPI_Win_start(gr, 0, win));
+        MPI_CHECK(MPI_Put(buf, (int) sz, MPI_BYTE, right, SLOTS_OFF, (int) sz, MPI_BYTE, win));
+        count_put(right, sz);
+        MPI_CHECK(MPI_Win_complete(win));
+        MPI_CHECK(MPI_Win_wait(win));
+        tc_verify(tc_fmt("pscw ring round %d: data put by rank %d", e, left), wbase + SLOTS_OFF,
+                  left, sz, r);
+    }
+    MPI_CHECK(MPI_Group_free(&gl));
+    MPI_CHECK(MPI_Group_free(&gr));
+
+    /* star: rank 0 exposes to everyone else, each writes its own slot */
+    unsigned r = round_no++;
+    if (tc_rank == 0) {
+        int others[MAX_RANKS];
+        for (int i = 1; i < n; ++i) {
+            others[i - 1] = i;
+        }
+        MPI_Group g = group_of(others, n - 1);
+        MPI_CHECK(MPI_Win_post(g, 0, win));
+        MPI_CHECK(MPI_Win_wait(win));
+        for (int i = 1; i < n; ++i) {
+            tc_verify(tc_fmt("pscw star: slot of rank %d", i), wbase + SLOTS_OFF + i * SLOT, i,
+                      SLOT / 2 + i, r);
+        }
+        MPI_CHECK(MPI_Group_free(&g));
+    } else {
+        int zero = 0;
+        MPI_Group g = group_of(&zero, 1);
+        tc_fill(buf, tc_rank, SLOT / 2 + tc_rank, r);
+        MPI_CHECK(MPI_Win_start(g, 0, win));
+        MPI_CHECK(MPI_Put(buf, SLOT / 2 + tc_rank, MPI_BYTE, 0, SLOTS_OFF + tc_rank * SLOT,
+                          SLOT / 2 + tc_rank, MPI_BYTE, win));
+        count_put(0, SLOT / 2 + tc_rank);
+        MPI_CHECK(MPI_Win_complete(win));
+        MPI_CHECK(MPI_Group_free(&g));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    free(buf);
+    tc_say("  ok post/start/complete/wait: 3 ring rounds (8192, 1, 8190 B) and a %d-origin star",
+           n - 1);
+}
+
+/* ---------------- lock shared ---------------- */
+static void test_lock_shared(void)
+{
+    const int n = tc_size;
+    unsigned r = round_no++;
+    unsigned char *buf = malloc(SLOT);
+    for (int T = 0; T < n; T += (n > 1 ? n - 1 : 1)) { /* target 0, then n-1 */
+        size_t sz = 3000 + tc_rank;
+        tc_fill(buf, tc_rank, sz, r);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+        MPI_CHECK(MPI_Put(buf, (int) sz, MPI_BYTE, T, SLOTS_OFF + tc_rank * SLOT, (int) sz,
+                          MPI_BYTE, win));
+        count_put(T, sz);
+        MPI_CHECK(MPI_Win_unlock(T, win));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (tc_rank == T) {
+            self_lock();
+            for (int i = 0; i < n; ++i) {
+                tc_verify(tc_fmt("lock shared: slot of rank %d at target %d", i, T),
+                          wbase + SLOTS_OFF + i * SLOT, i, 3000 + i, r);
+            }
+            self_unlock();
+        }
+        /* and read every slot back under a shared lock */
+        for (int i = 0; i < n; ++i) {
+            memset(buf, 0, SLOT);
+            MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+            MPI_CHECK(MPI_Get(buf, 3000 + i, MPI_BYTE, T, SLOTS_OFF + i * SLOT, 3000 + i,
+                              MPI_BYTE, win));
+            count_get(T, 3000 + i);
+            MPI_CHECK(MPI_Win_unlock(T, win));
+            tc_verify(tc_fmt("lock shared: slot of rank %d read back from target %d", i, T), buf,
+                      i, 3000 + i, r);
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (n == 1) {
+            break;
+        }
+    }
+    free(buf);
+    tc_say("  ok lock shared: %d concurrent origins put then get, targets 0 and %d", n, n - 1);
+}
+
+/* ---------------- lock exclusive counter ---------------- */
+#define K_EXCL 10
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return x < y ? -1 : x > y;
+}
+
+static void test_lock_exclusive(void)
+{
+    const int n = tc_size;
+    for (int T = 0; T < n; T += (n > 1 ? n - 1 : 1)) {
+        if (tc_rank == T) {
+            self_lock();
+            memset(wbase + CNT_OFF, 0, 8);
+            self_unlock();
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        int64_t seen[K_EXCL];
+        for (int k = 0; k < K_EXCL; ++k) {
+            int64_t v = -1;
+            MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+            MPI_CHECK(MPI_Get(&v, 1, MPI_INT64_T, T, CNT_OFF, 1, MPI_INT64_T, win));
+            MPI_CHECK(MPI_Win_flush(T, win));
+            count_get(T, 8);
+            seen[k] = v;
+            v += 1;
+            MPI_CHECK(MPI_Put(&v, 1, MPI_INT64_T, T, CNT_OFF, 1, MPI_INT64_T, win));
+            count_put(T, 8);
+            MPI_CHECK(MPI_Win_unlock(T, win));
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        int64_t final = 0;
+        if (tc_rank == T) {
+            self_lock();
+            memcpy(&final, wbase + CNT_OFF, 8);
+            self_unlock();
+        }
+        MPI_CHECK(MPI_Bcast(&final, 1, MPI_INT64_T, T, MPI_COMM_WORLD));
+        int64_t *all = tc_rank == 0 ? malloc(sizeof(int64_t) * n * K_EXCL) : NULL;
+        MPI_CHECK(MPI_Gather(seen, K_EXCL, MPI_INT64_T, all, K_EXCL, MPI_INT64_T, 0,
+                             MPI_COMM_WORLD));
+        if (tc_rank == 0) {
+            CHECK(final == (int64_t) n * K_EXCL,
+                  "exclusive-lock counter at rank %d is %" PRId64 ", expected %d (lost updates: "
+                  "the exclusive lock did not exclude, or a put/get was not complete at unlock)",
+                  T, final, n * K_EXCL);
+            qsort(all, n * K_EXCL, sizeof(int64_t), cmp_i64);
+            for (int i = 0; i < n * K_EXCL; ++i) {
+                CHECK(all[i] == i, "exclusive-lock counter at rank %d: the values read under the "
+                      "lock are not 0..%d: sorted position %d is %" PRId64, T, n * K_EXCL - 1, i,
+                      all[i]);
+            }
+            free(all);
+        }
+        if (n == 1) {
+            break;
+        }
+    }
+    tc_say("  ok lock exclusive: get-increment-put counter reached %d at targets 0 and %d",
+           n * K_EXCL, n - 1);
+}
+
+/* ---------------- lock_all + flush / flush_local / flush_all ---------------- */
+static void wait_notify(int from, unsigned expect_round)
+{
+    unsigned got = 0;
+    MPI_CHECK(MPI_Recv(&got, 1, MPI_UNSIGNED, from, TAG_NOTIFY, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE));
+    CHECK(got == expect_round, "notification from rank %d carries round %u, expected %u", from, got,
+          expect_round);
+}
+
+static void notify(int to, unsigned r)
+{
+    MPI_CHECK(MPI_Send(&r, 1, MPI_UNSIGNED, to, TAG_NOTIFY, MPI_COMM_WORLD));
+}
+
+#define FL_SZ (256 * 1024 + 5)
+
+static void test_flushes(void)
+{
+    const int n = tc_size, right = (tc_rank + 1) % n, left = (tc_rank + n - 1) % n;
+    unsigned char *buf = malloc(FL_SZ);
+    unsigned char *rbuf = malloc(FL_SZ);
+
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+
+    /* MPI_Win_flush: the put is complete at the target when it returns */
+    for (int e = 0; e < 3; ++e) {
+        unsigned r = round_no++;
+        size_t sz = e == 0 ? 1 : (e == 1 ? 4097 : FL_SZ);
+        tc_fill(buf, tc_rank, sz, r);
+        MPI_CHECK(MPI_Put(buf, (int) sz, MPI_BYTE, right, VIS_OFF, (int) sz, MPI_BYTE, win));
+        count_put(right, sz);
+        MPI_CHECK(MPI_Win_flush(right, win));
+        notify(right, r);
+        wait_notify(left, r);
+        MPI_CHECK(MPI_Win_sync(win));
+        tc_verify(tc_fmt("flush: %zu bytes put by rank %d, flushed before the notification", sz,
+                         left),
+                  wbase + VIS_OFF, left, sz, r);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    tc_say("  ok lock_all + MPI_Win_flush: put, flush, notify, target checks (1, 4097, %d B)",
+           FL_SZ);
+
+    /* MPI_Win_flush_local: the origin buffer may be reused when it returns */
+    for (int e = 0; e < 3; ++e) {
+        unsigned r = round_no++;
+        tc_fill(buf, tc_rank, FL_SZ, r);
+        MPI_CHECK(MPI_Put(buf, FL_SZ, MPI_BYTE, right, VIS_OFF, FL_SZ, MPI_BYTE, win));
+        count_put(right, FL_SZ);
+        if (e == 2) {
+            MPI_CHECK(MPI_Win_flush_local_all(win));
+        } else {
+            MPI_CHECK(MPI_Win_flush_local(right, win));
+        }
+        /* overwrite the origin buffer: the target must still get round r */
+        memset(buf, 0xDD, FL_SZ);
+        MPI_CHECK(MPI_Win_flush(right, win));
+        notify(right, r);
+        wait_notify(left, r);
+        MPI_CHECK(MPI_Win_sync(win));
+        tc_verify(tc_fmt("flush_local%s: data put by rank %d whose buffer was overwritten after "
+                         "the local flush", e == 2 ? "_all" : "", left),
+                  wbase + VIS_OFF, left, FL_SZ, r);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    /* and a get: flush_local completes it at the origin */
+    {
+        unsigned r = round_no++;
+        MPI_CHECK(MPI_Win_sync(win));
+        tc_fill(wbase + VIS_OFF, tc_rank, FL_SZ, r);
+        MPI_CHECK(MPI_Win_sync(win));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        memset(rbuf, 0, FL_SZ);
+        MPI_CHECK(MPI_Get(rbuf, FL_SZ, MPI_BYTE, left, VIS_OFF, FL_SZ, MPI_BYTE, win));
+        count_get(left, FL_SZ);
+        MPI_CHECK(MPI_Win_flush_local(left, win));
+        tc_verify(tc_fmt("get completed by flush_local from rank %d", left), rbuf, left, FL_SZ, r);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    tc_say("  ok lock_all + MPI_Win_flush_local(_all): origin buffer reusable, target saw the "
+           "old data; get completed by flush_local");
+
+    /* MPI_Win_flush_all: put to every rank, one flush_all */
+    {
+        unsigned r = round_no++;
+        size_t sz = 5000 + tc_rank;
+        tc_fill(buf, tc_rank, sz, r);
+        for (int t = 0; t < n; ++t) {
+            MPI_CHECK(MPI_Put(buf, (int) sz, MPI_BYTE, t, SLOTS_OFF + tc_rank * SLOT, (int) sz,
+                              MPI_BYTE, win));
+            count_put(t, sz);
+        }
+        MPI_CHECK(MPI_Win_flush_all(win));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Win_sync(win));
+        for (int i = 0; i < n; ++i) {
+            tc_verify(tc_fmt("flush_all: slot written by rank %d", i),
+                      wbase + SLOTS_OFF + i * SLOT, i, 5000 + i, r);
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    tc_say("  ok lock_all + MPI_Win_flush_all: puts to all %d ranks complete after one flush_all",
+           n);
+
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    free(buf);
+    free(rbuf);
+}
+
+/* ---------------- visibility to a second origin ---------------- */
+static void test_visibility(void)
+{
+    const int n = tc_size;
+    static const size_t vsizes[] = {VIS_MAX, 65537, VIS_MAX, 7, VIS_MAX, VIS_MAX - 4096};
+    const int rounds = (int) (sizeof(vsizes) / sizeof(vsizes[0]));
+    unsigned char *buf = malloc(VIS_MAX);
+    MPI_Win win2 = MPI_WIN_NULL;
+
+    /* reader: rank 2, or with 2 ranks rank 1 itself through a second window
+     * over the same memory (its own registration and epoch) */
+    const int reader = n >= 3 ? 2 : 1;
+    if (n == 2) {
+        tc_say("  note visibility: only 2 ranks, so rank 1 is both writer and reader; it reads "
+               "through a second window on the same memory of rank 0");
+        MPI_CHECK(MPI_Win_create(wbase, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win2));
+        MPI_CHECK(MPI_Win_lock_all(0, win2));
+    }
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int e = 0; e < rounds; ++e) {
+        unsigned r = round_no++;
+        size_t sz = vsizes[e];
+        if (tc_rank == 1) {
+            tc_fill(buf, 1, sz, r);
+            MPI_CHECK(MPI_Put(buf, (int) sz, MPI_BYTE, 0, VIS_OFF, (int) sz, MPI_BYTE, win));
+            count_put(0, sz);
+            MPI_CHECK(MPI_Win_flush(0, win));
+            if (reader != 1) {
+                notify(reader, r);
+            }
+        }
+        if (tc_rank == reader) {
+            if (reader != 1) {
+                wait_notify(1, r);
+            }
+            memset(buf, 0, sz);
+            MPI_Win rwin = n == 2 ? win2 : win;
+            MPI_CHECK(MPI_Get(buf, (int) sz, MPI_BYTE, 0, VIS_OFF, (int) sz, MPI_BYTE, rwin));
+            count_get(0, sz);
+            MPI_CHECK(MPI_Win_flush(0, rwin));
+            tc_verify(tc_fmt("visibility round %d: %zu bytes put by rank 1 into rank 0, read by "
+                             "rank %d", e, sz, reader),
+                      buf, 1, sz, r);
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        tc_say("  ok visibility round %d: %zu B put by rank 1 + flush, read from rank 0 by rank %d",
+               e, sz, reader);
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    if (win2 != MPI_WIN_NULL) {
+        MPI_CHECK(MPI_Win_unlock_all(win2));
+        MPI_CHECK(MPI_Win_free(&win2));
+    }
+    free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    tc_init(&argc, &argv, "sync");
+    if (tc_size < 2 || tc_size > MAX_RANKS) {
+        FAILF("sync needs 2..%d ranks (got %d)", MAX_RANKS, tc_size);
+    }
+    void *mem = NULL;
+    CHECK(0 == posix_memalign(&mem, 4096, WIN_BYTES), "posix_memalign");
+    wbase = mem;
+    memset(wbase, 0, WIN_BYTES);
+    MPI_CHECK(MPI_Win_create(wbase, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+
+    tc_counters_t before, after;
+    struct {
+        const char *name;
+        void (*fn)(void);
+    } cases[] = {
+        {"fence", test_fence},
+        {"pscw", test_pscw},
+        {"lock_shared", test_lock_shared},
+        {"lock_exclusive", test_lock_exclusive},
+        {"flushes", test_flushes},
+        {"visibility", test_visibility},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        memset(&exp_all, 0, sizeof(exp_all));
+        double t0 = tc_now();
+        tc_counters_read(&before);
+        cases[i].fn();
+        tc_counters_read(&after);
+        tc_counters_check(cases[i].name, &before, &after, &exp_all, 1, 1);
+        tc_say("sync %s passed (%.2fs)", cases[i].name, tc_now() - t0);
+    }
+
+    MPI_CHECK(MPI_Win_free(&win));
+    free(mem);
+    tc_finish();
+    return 0;
+}
