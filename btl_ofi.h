@@ -105,6 +105,8 @@ typedef struct mca_btl_ofi_counters_t {
  * completion queue and lock. Threads are spread over contexts; posting to
  * and polling a context happen under its lock.
  */
+struct mca_btl_ofi_rdesc_t;
+
 typedef struct mca_btl_ofi_context_t {
     opal_mutex_t lock;
     struct fid_ep *tx;  /* transmit context, or the plain endpoint */
@@ -116,6 +118,12 @@ typedef struct mca_btl_ofi_context_t {
     volatile int64_t outstanding;
     mca_btl_ofi_counters_t counters;
     opal_free_list_t completions;
+    /* messaging (two-sided traffic and emulated atomics): posted receive
+     * descriptors and their buffers, and replies waiting for queue room */
+    struct mca_btl_ofi_rdesc_t *rdescs;
+    char *rbufs;
+    opal_list_t pending;
+    struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
 
 struct mca_btl_ofi_module_t;
@@ -153,9 +161,18 @@ typedef struct mca_btl_ofi_module_t {
      * when the 64-bit form is usable, bit 1 when the 32-bit form is */
     uint8_t atomic_ok[MCA_BTL_ATOMIC_LAST + 1];
 
-    opal_mutex_t lock; /* endpoint table */
+    opal_mutex_t lock; /* endpoint and registration tables */
     opal_hash_table_t endpoints_by_proc;
+    opal_hash_table_t endpoints_by_name; /* who sent an emulated atomic */
+    opal_hash_table_t regs_by_key;       /* registrations peers may target */
     opal_list_t endpoints;
+
+    /* messaging: enabled when a context must receive (emulated atomics,
+     * two-sided traffic); msg_size is the size of one receive buffer */
+    bool messaging;
+    bool amo_emulated; /* atomics carried as messages, applied by the target */
+    size_t msg_size;
+    size_t inject_size;
 
     mca_rcache_base_module_t *rcache;
     mca_btl_base_module_error_cb_fn_t error_cb;
@@ -176,6 +193,7 @@ typedef struct mca_btl_ofi_component_t {
     int rd_num;
     int progress_mode;
     int verbose;
+    int emulate_atomics;
     char *version;
     int selected_provider_index;
 
@@ -205,6 +223,9 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
 
 /* atomics */
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
+bool mca_btl_ofi_atomics_broken(const char *prov_name);
+void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      mca_btl_base_registration_handle_t *local_handle,

@@ -8,7 +8,10 @@
  */
 
 #include "btl_ofi.h"
+#include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
+
+#include "opal/util/proc.h"
 
 /* fi_op for each btl op, stored +1 so that 0 means "no mapping" (FI_MIN is 0) */
 static const int mca_btl_ofi_op_map[MCA_BTL_ATOMIC_LAST] = {
@@ -61,11 +64,30 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
     return mca_btl_ofi_query(domain, dt, fop, 0) && mca_btl_ofi_query(domain, dt, fop, FI_FETCH_ATOMIC);
 }
 
+/* Providers whose fetching atomics cannot be used as they are: in
+ * libfabric 1.17, udp;ofi_rxd crashes in fi_cq_read once a fetching or
+ * compare atomic is answered (libfabric issue #11814; plain writes,
+ * reads and non-fetching atomics work). */
+bool mca_btl_ofi_atomics_broken(const char *prov_name)
+{
+    return NULL != strstr(prov_name, "ofi_rxd");
+}
+
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
 {
     uint32_t supported = 0;
     bool all32 = true;
     size_t i;
+
+    if (module->amo_emulated) {
+        /* the target applies every op itself, in both widths */
+        memset(module->atomic_ok, 3, sizeof(module->atomic_ok));
+        supported = MCA_BTL_ATOMIC_SUPPORTS_CSWAP;
+        for (i = 0; i < sizeof(mca_btl_ofi_op_flags) / sizeof(mca_btl_ofi_op_flags[0]); ++i) {
+            supported |= mca_btl_ofi_op_flags[i].flag;
+        }
+        goto advertise;
+    }
 
     memset(module->atomic_ok, 0, sizeof(module->atomic_ok));
     for (i = 0; i < sizeof(mca_btl_ofi_op_flags) / sizeof(mca_btl_ofi_op_flags[0]); ++i) {
@@ -89,6 +111,7 @@ void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
             all32 = false;
         }
     }
+advertise:
     if (supported && all32) {
         supported |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
     }
@@ -162,28 +185,25 @@ static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t o
     }
 }
 
-static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_atomic_op_t op,
-                                    uint64_t address, uint64_t operand, uint64_t compare,
-                                    bool is_cswap, int flags, void *result)
+/* Apply an atomic to memory of this process; returns the old value. */
+static uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address,
+                                         uint64_t operand, uint64_t compare, bool is_cswap,
+                                         bool narrow)
 {
-    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
-
-    if (flags & MCA_BTL_ATOMIC_FLAG_32BIT) {
+    if (narrow) {
         uint32_t *target = (uint32_t *) (uintptr_t) address;
         uint32_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
         if (is_cswap) {
             old = (uint32_t) compare;
             (void) __atomic_compare_exchange_n(target, &old, (uint32_t) operand, false,
                                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-        } else {
-            do {
-                want = (uint32_t) mca_btl_ofi_apply(op, old, operand, true);
-            } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
-                                                  __ATOMIC_ACQUIRE));
+            return old;
         }
-        if (NULL != result) {
-            memcpy(result, &old, sizeof(old));
-        }
+        do {
+            want = (uint32_t) mca_btl_ofi_apply(op, old, operand, true);
+        } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE));
+        return old;
     } else {
         uint64_t *target = (uint64_t *) (uintptr_t) address;
         uint64_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
@@ -191,20 +211,168 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_a
             old = compare;
             (void) __atomic_compare_exchange_n(target, &old, operand, false, __ATOMIC_ACQ_REL,
                                                __ATOMIC_ACQUIRE);
-        } else {
-            do {
-                want = mca_btl_ofi_apply(op, old, operand, false);
-            } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
-                                                  __ATOMIC_ACQUIRE));
+            return old;
         }
-        if (NULL != result) {
-            memcpy(result, &old, sizeof(old));
-        }
+        do {
+            want = mca_btl_ofi_apply(op, old, operand, false);
+        } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE));
+        return old;
+    }
+}
+
+static inline void mca_btl_ofi_store_result(void *result, uint64_t old, bool narrow)
+{
+    if (narrow) {
+        uint32_t v32 = (uint32_t) old;
+        memcpy(result, &v32, sizeof(v32));
+    } else {
+        memcpy(result, &old, sizeof(old));
+    }
+}
+
+static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_atomic_op_t op,
+                                    uint64_t address, uint64_t operand, uint64_t compare,
+                                    bool is_cswap, int flags, void *result)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    bool narrow = !!(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
+    uint64_t old = mca_btl_ofi_atomic_apply(op, address, operand, compare, is_cswap, narrow);
+
+    if (NULL != result) {
+        mca_btl_ofi_store_result(result, old, narrow);
     }
     OPAL_THREAD_LOCK(&context->lock);
     context->counters.atomic_count++;
     OPAL_THREAD_UNLOCK(&context->lock);
     return 1;
+}
+
+/*
+ * Emulated atomics. Where the provider's own atomics cannot be used (its
+ * fetching atomics crash in udp;ofi_rxd of libfabric 1.17, libfabric issue
+ * #11814), every atomic travels as a message: the target checks the
+ * address against its registrations, applies the operation with processor
+ * atomics from its progress loop, and replies with the old value. All
+ * atomics of the module take this path so they stay atomic with respect
+ * to each other.
+ */
+static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
+                                   mca_btl_base_endpoint_t *endpoint, void *local_address,
+                                   uint64_t remote_address,
+                                   mca_btl_base_registration_handle_t *local_handle,
+                                   mca_btl_base_registration_handle_t *remote_handle,
+                                   mca_btl_base_atomic_op_t op, uint64_t operand,
+                                   uint64_t compare, bool is_cswap, int flags,
+                                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                   void *cbdata)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    mca_btl_ofi_completion_t *comp;
+    mca_btl_ofi_amo_req_t req;
+    int rc;
+
+    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
+                                        local_handle, cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    req.hdr.type = MCA_BTL_OFI_MSG_AMO_REQ;
+    req.hdr.op = (uint8_t) op;
+    req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
+                    | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
+    req.hdr.status = OPAL_SUCCESS;
+    req.req_id = (uint64_t) (uintptr_t) comp;
+    req.addr = remote_address;
+    req.key = remote_handle->key;
+    req.operand = operand;
+    req.compare = compare;
+    memcpy(&req.origin, &OPAL_PROC_MY_NAME, sizeof(req.origin));
+
+    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req));
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+        opal_free_list_return(&context->completions, &comp->super);
+        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
+            (void) mca_btl_ofi_context_progress(context);
+        }
+        return rc;
+    }
+    OPAL_THREAD_LOCK(&context->lock);
+    context->counters.atomic_count++;
+    OPAL_THREAD_UNLOCK(&context->lock);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
+    bool narrow = !!(req->hdr.flags & MCA_BTL_OFI_AMO_32BIT);
+    size_t width = narrow ? sizeof(uint32_t) : sizeof(uint64_t);
+    mca_btl_ofi_endpoint_t *origin = NULL;
+    mca_btl_ofi_amo_resp_t resp;
+    mca_btl_ofi_reg_t *reg = NULL;
+
+    if (len < sizeof(*req)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
+        return;
+    }
+    OPAL_THREAD_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->origin,
+                                            (void **) &origin);
+    (void) opal_hash_table_get_value_uint64(&module->regs_by_key, req->key, (void **) &reg);
+    if (NULL != origin) {
+        OBJ_RETAIN(origin);
+    }
+    OPAL_THREAD_UNLOCK(&module->lock);
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an atomic request from a process we do not know");
+        return;
+    }
+
+    resp.hdr.type = MCA_BTL_OFI_MSG_AMO_RESP;
+    resp.hdr.op = req->hdr.op;
+    resp.hdr.flags = req->hdr.flags;
+    resp.req_id = req->req_id;
+    resp.result = 0;
+    /* only inside a registration open to remote atomics, and aligned */
+    if (NULL == reg || !(reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC)
+        || req->addr < (uint64_t) (uintptr_t) reg->super.base
+        || req->addr + width - 1 > (uint64_t) (uintptr_t) reg->super.bound
+        || 0 != (req->addr & (width - 1)) || req->hdr.op > MCA_BTL_ATOMIC_LAST) {
+        resp.hdr.status = OPAL_ERR_BAD_PARAM;
+    } else {
+        resp.hdr.status = OPAL_SUCCESS;
+        resp.result = mca_btl_ofi_atomic_apply((mca_btl_base_atomic_op_t) req->hdr.op, req->addr,
+                                               req->operand, req->compare,
+                                               !!(req->hdr.flags & MCA_BTL_OFI_AMO_CSWAP), narrow);
+    }
+    mca_btl_ofi_msg_reply(context, origin, &resp, sizeof(resp));
+    OBJ_RELEASE(origin);
+}
+
+void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len)
+{
+    const mca_btl_ofi_amo_resp_t *resp = (const mca_btl_ofi_amo_resp_t *) msg;
+    mca_btl_ofi_completion_t *comp;
+    (void) context;
+
+    if (len < sizeof(*resp)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic reply");
+        return;
+    }
+    comp = (mca_btl_ofi_completion_t *) (uintptr_t) resp->req_id;
+    if (OPAL_SUCCESS != resp->hdr.status) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "atomic refused", true, opal_process_info.nodename,
+                       OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+    } else if (NULL != comp->local_address) {
+        mca_btl_ofi_store_result(comp->local_address, resp->result,
+                                 !!(resp->hdr.flags & MCA_BTL_OFI_AMO_32BIT));
+    }
+    mca_btl_ofi_completion_finish(comp, resp->hdr.status);
 }
 
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -226,6 +394,11 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags,
                                         local_address);
+    }
+    if (module->amo_emulated) {
+        return mca_btl_ofi_amo_request(module, endpoint, local_address, remote_address,
+                                       local_handle, remote_handle, op, operand, 0, false, flags,
+                                       cbfunc, cbcontext, cbdata);
     }
 
     context = mca_btl_ofi_context_get(module);
@@ -267,6 +440,10 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     }
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags, NULL);
+    }
+    if (module->amo_emulated) {
+        return mca_btl_ofi_amo_request(module, endpoint, NULL, remote_address, NULL, remote_handle,
+                                       op, operand, 0, false, flags, cbfunc, cbcontext, cbdata);
     }
 
     context = mca_btl_ofi_context_get(module);
@@ -310,6 +487,11 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, MCA_BTL_ATOMIC_SWAP, remote_address, value, compare,
                                         true, flags, local_address);
+    }
+    if (module->amo_emulated) {
+        return mca_btl_ofi_amo_request(module, endpoint, local_address, remote_address,
+                                       local_handle, remote_handle, MCA_BTL_ATOMIC_SWAP, value,
+                                       compare, true, flags, cbfunc, cbcontext, cbdata);
     }
 
     context = mca_btl_ofi_context_get(module);

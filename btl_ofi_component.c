@@ -184,6 +184,14 @@ static int mca_btl_ofi_component_register(void)
                                "limits, 20 per-peer events",
                                &c->verbose, OPAL_INFO_LVL_3, NULL);
 
+    c->emulate_atomics = -1;
+    (void) mca_btl_ofi_reg_int(
+        "emulate_atomics",
+        "Carry atomics as messages applied by the target's progress loop instead of the "
+        "provider's atomics: -1 where the provider's are known broken (udp;ofi_rxd), 0 never, "
+        "1 always (needs FI_MSG)",
+        &c->emulate_atomics, OPAL_INFO_LVL_6, NULL);
+
     c->version = MCA_BTL_OFI_VERSION_STRING;
     (void) mca_btl_ofi_reg_string("version", "Version of this btl/ofi component (read-only)",
                                   &c->version, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
@@ -345,7 +353,30 @@ static struct fi_info *mca_btl_ofi_hints(bool delivery_complete)
     return hints;
 }
 
+/* The same provider and domain with more capabilities, or NULL. */
+static struct fi_info *mca_btl_ofi_with_caps(const struct fi_info *info, uint64_t caps)
+{
+    struct fi_info *hints = fi_dupinfo(info), *found = NULL;
+
+    if (NULL == hints) {
+        return NULL;
+    }
+    hints->caps |= caps;
+    if (0 != fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                        &found)) {
+        found = NULL;
+    } else if (NULL != found->next) {
+        /* the first match is the one we asked for; drop the rest */
+        fi_freeinfo(found->next);
+        found->next = NULL;
+    }
+    fi_freeinfo(hints);
+    return found;
+}
+
 /* --------------------------------------------------------------- init */
+
+static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
 
 static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
 {
@@ -357,11 +388,12 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
-    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)) {
-        OBJ_DESTRUCT(&module->endpoints_by_proc);
-        OBJ_DESTRUCT(&module->endpoints);
-        OBJ_DESTRUCT(&module->lock);
-        free(module);
+    OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_name, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)) {
+        mca_btl_ofi_module_free(module);
         return NULL;
     }
     return module;
@@ -369,6 +401,8 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
 
 static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
 {
+    OBJ_DESTRUCT(&module->regs_by_key);
+    OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->lock);
@@ -437,8 +471,16 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                 prov, dom, why);
             continue;
         }
-        mine = fi_dupinfo(twin);
+        if (1 == c->emulate_atomics
+            || (0 > c->emulate_atomics && mca_btl_ofi_atomics_broken(prov))) {
+            mine = mca_btl_ofi_with_caps(twin, FI_MSG);
+        } else {
+            mine = fi_dupinfo(twin);
+        }
         if (NULL == mine) {
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                                "candidate %s domain %s: refused, no FI_MSG for emulated atomics",
+                                prov, dom);
             continue;
         }
         rc = mca_btl_ofi_module_init(module, mine);

@@ -10,6 +10,7 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_context.h"
+#include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
 
 /* Largest batch read from a completion queue in one call; the
@@ -35,9 +36,9 @@ static void mca_btl_ofi_context_attrs(const struct fi_info *info, struct fi_tx_a
                                       struct fi_rx_attr *rx)
 {
     *tx = *info->tx_attr;
-    tx->caps = info->caps & (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_MSG | FI_SEND);
+    tx->caps = info->tx_attr->caps & (FI_RMA | FI_ATOMIC | FI_READ | FI_WRITE | FI_MSG | FI_SEND);
     *rx = *info->rx_attr;
-    rx->caps = info->caps
+    rx->caps = info->rx_attr->caps
                & (FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MSG | FI_RECV
                   | FI_MULTI_RECV);
 }
@@ -46,7 +47,7 @@ static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_co
                                     int index)
 {
     struct fi_cq_attr cq_attr = {
-        .format = FI_CQ_FORMAT_CONTEXT,
+        .format = FI_CQ_FORMAT_MSG,
         .wait_obj = FI_WAIT_NONE,
         .size = module->info->tx_attr->size + module->info->rx_attr->size,
     };
@@ -147,6 +148,8 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
     for (i = 0; i < count; ++i) {
         OBJ_CONSTRUCT(&module->contexts[i].lock, opal_mutex_t);
         OBJ_CONSTRUCT(&module->contexts[i].completions, opal_free_list_t);
+        OBJ_CONSTRUCT(&module->contexts[i].pending, opal_list_t);
+        module->contexts[i].module = module;
     }
     module->num_contexts = count;
 
@@ -176,6 +179,14 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
         rc = fi_enable(module->sep);
         if (0 != rc) {
             MCA_BTL_OFI_REPORT("fi_enable(sep)", rc);
+            goto err_destroy_contexts;
+        }
+    }
+
+    /* receive buffers go up once every endpoint is enabled */
+    for (i = 0; module->messaging && i < count; ++i) {
+        rc = mca_btl_ofi_msg_init(module->contexts + i);
+        if (OPAL_SUCCESS != rc) {
             goto err_destroy_contexts;
         }
     }
@@ -219,6 +230,8 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
             mca_btl_ofi_close_fid(&context->cq->fid, "completion queue");
             context->cq = NULL;
         }
+        mca_btl_ofi_msg_fini(context);
+        OBJ_DESTRUCT(&context->pending);
         OBJ_DESTRUCT(&context->completions);
         OBJ_DESTRUCT(&context->lock);
     }
@@ -239,7 +252,7 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
 
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 {
-    struct fi_cq_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
+    struct fi_cq_msg_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
     struct fi_cq_err_entry err;
     ssize_t count;
     int batch = mca_btl_ofi_component.num_cq_read;
@@ -258,7 +271,13 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
             return 0;
         }
         mca_btl_ofi_context_report_error(context, &err);
-        if (NULL != err.op_context) {
+        if (NULL == err.op_context) {
+            return 1;
+        }
+        if (err.flags & FI_RECV) {
+            /* the buffer is ours again: put it back up */
+            mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) err.op_context, 0);
+        } else {
             mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(err.op_context),
                                           OPAL_ERROR);
         }
@@ -268,8 +287,16 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
-        mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(entries[i].op_context),
-                                      OPAL_SUCCESS);
+        if (entries[i].flags & FI_RECV) {
+            mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) entries[i].op_context,
+                                     entries[i].len);
+        } else {
+            mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(entries[i].op_context),
+                                          OPAL_SUCCESS);
+        }
+    }
+    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending))) {
+        mca_btl_ofi_msg_flush_pending(context);
     }
     if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {
         MCA_BTL_OFI_REPORT("fi_cq_read", count);

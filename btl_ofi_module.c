@@ -33,6 +33,13 @@ static inline size_t mca_btl_ofi_min(size_t a, size_t b)
 
 /* ------------------------------------------------------------------ peers */
 
+static inline uint64_t mca_btl_ofi_name_key(const opal_process_name_t *name)
+{
+    uint64_t key;
+    memcpy(&key, name, sizeof(key));
+    return key;
+}
+
 static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
                                  struct opal_proc_t **procs, mca_btl_base_endpoint_t **peers,
                                  opal_bitmap_t *reachable)
@@ -58,6 +65,8 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
             }
             opal_list_append(&module->endpoints, &endpoint->super);
             opal_hash_table_set_value_uint64(&module->endpoints_by_proc, key, endpoint);
+            opal_hash_table_set_value_uint64(&module->endpoints_by_name,
+                                             mca_btl_ofi_name_key(&procs[i]->proc_name), endpoint);
         }
         peers[i] = endpoint;
         if (NULL != reachable) {
@@ -82,6 +91,8 @@ static int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs,
             == opal_hash_table_get_value_uint64(&module->endpoints_by_proc, key,
                                                 (void **) &endpoint)) {
             opal_hash_table_remove_value_uint64(&module->endpoints_by_proc, key);
+            opal_hash_table_remove_value_uint64(&module->endpoints_by_name,
+                                                mca_btl_ofi_name_key(&procs[i]->proc_name));
             opal_list_remove_item(&module->endpoints, &endpoint->super);
             OBJ_RELEASE(endpoint);
         }
@@ -139,15 +150,21 @@ static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
     reg->desc = fi_mr_desc(reg->mr);
     reg->handle.key = fi_mr_key(reg->mr);
     reg->handle.base = (uint64_t) (uintptr_t) base;
+    OPAL_THREAD_LOCK(&module->lock);
+    opal_hash_table_set_value_uint64(&module->regs_by_key, reg->handle.key, reg);
+    OPAL_THREAD_UNLOCK(&module->lock);
     return OPAL_SUCCESS;
 }
 
 static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registration_t *rreg)
 {
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) reg_data;
     mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rreg;
-    (void) reg_data;
 
     if (NULL != reg->mr) {
+        OPAL_THREAD_LOCK(&module->lock);
+        opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
+        OPAL_THREAD_UNLOCK(&module->lock);
         int rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
@@ -259,6 +276,8 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
     mca_btl_ofi_module_release(module);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
+    OBJ_DESTRUCT(&module->endpoints_by_name);
+    OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->lock);
 
     for (int i = 0; i < mca_btl_ofi_component.num_modules; ++i) {
@@ -291,6 +310,24 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->key_mask = (info->domain_attr->mr_key_size >= sizeof(uint64_t))
                            ? UINT64_MAX
                            : ((UINT64_C(1) << (8 * info->domain_attr->mr_key_size)) - 1);
+
+    /* atomics as messages where the provider's own cannot be trusted */
+    module->amo_emulated = 1 == component->emulate_atomics
+                           || (0 > component->emulate_atomics
+                               && mca_btl_ofi_atomics_broken(info->fabric_attr->prov_name));
+    module->messaging = module->amo_emulated;
+    module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
+    module->inject_size = info->tx_attr->inject_size;
+    if (module->messaging
+        && (!(info->caps & FI_MSG) || module->inject_size < module->msg_size)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "provider %s domain %s: refused, emulated atomics need FI_MSG and an "
+                            "inject size of at least %zu bytes",
+                            info->fabric_attr->prov_name, info->domain_attr->name,
+                            module->msg_size);
+        rc = OPAL_ERR_NOT_SUPPORTED;
+        goto err_release_quiet;
+    }
 
     rc = fi_fabric(info->fabric_attr, &module->fabric, NULL);
     if (0 != rc) {
@@ -367,12 +404,13 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                         "provider %s domain %s: %d context(s) on %s, mr_mode %s%s, key size %zu, "
-                        "atomic flags 0x%x",
+                        "atomic flags 0x%x%s",
                         info->fabric_attr->prov_name, info->domain_attr->name, count,
                         use_sep ? "a scalable endpoint" : "plain endpoints",
                         module->virt_addr ? "virtual addresses" : "offsets",
                         module->prov_key ? " with provider keys" : " with requested keys",
-                        info->domain_attr->mr_key_size, module->super.btl_atomic_flags);
+                        info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
+                        module->amo_emulated ? " (emulated by the target)" : "");
     module->initialized = true;
     return OPAL_SUCCESS;
 
