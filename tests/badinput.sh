@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+#
+# Bad MCA parameter values given to btl/ofi: the user must get a clear
+# message (on stderr, naming the offending parameter or provider) and the
+# job must neither crash nor hang.
+#
+#   tests/badinput.sh              run every case
+#   tests/badinput.sh CASE...      run these cases
+#   tests/badinput.sh --list       print the case names
+#
+# Each case runs tests/bin/hello (MPI_Init, barrier, MPI_Finalize) on 2 ranks
+# through scripts/ofirun under `timeout 120` and checks:
+#   - exit code 0 (124 = hung and killed by timeout);
+#   - stderr matches every pattern of the case (extended regexps,
+#     case-insensitive: adjust them in the table below if the wording changes);
+#   - no "Segmentation fault", "signal" or "core dumped" in the output;
+#   - where the component must still run: cvar btl_ofi_version is 0.1.0
+#     (our btl/ofi loaded and selected), and the provider is the expected one.
+# Prints "PASS badinput/<case>" or "FAIL badinput/<case>: <why>" (with the
+# last 40 lines of output); exit status 1 if any case failed.
+#
+# Environment: BTL_OFI_TEST_BIN (compiled tests, default tests/bin),
+# BTL_OFI_LOG_DIR (default tests/logs), BTL_OFI_BADINPUT_TIMEOUT (120).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+bindir=${BTL_OFI_TEST_BIN:-$here/bin}
+logdir=${BTL_OFI_LOG_DIR:-$here/logs}
+tmo=${BTL_OFI_BADINPUT_TIMEOUT:-120}
+ofirun=$repo/scripts/ofirun
+
+# A provider that is always there on Linux, for the cases where btl/ofi must run.
+good=shm
+
+# ------------------------------------------------------------------
+# The cases. Fields (separated by |):
+#   name | mpirun MCA arguments | stderr patterns (';'-separated, all
+#   required) | ours: "run:<provider>" if our btl/ofi must still be
+#   selected with that provider, "aside" if it must step aside
+# ------------------------------------------------------------------
+cases=(
+    "unknown_provider|--mca btl_ofi_provider_include nosuchprov|btl_ofi_provider_include;nosuchprov|aside"
+    "include_and_exclude|--mca btl_ofi_provider_include $good --mca btl_ofi_provider_exclude $good|btl_ofi_provider_include;btl_ofi_provider_exclude|run:$good"
+    "contexts_0|--mca btl_ofi_provider_include $good --mca btl_ofi_num_contexts_per_module 0|btl_ofi_num_contexts_per_module|run:$good"
+    "contexts_-1|--mca btl_ofi_provider_include $good --mca btl_ofi_num_contexts_per_module -1|btl_ofi_num_contexts_per_module|run:$good"
+    "contexts_100000|--mca btl_ofi_provider_include $good --mca btl_ofi_num_contexts_per_module 100000|btl_ofi_num_contexts_per_module|run:$good"
+    "provider_udp_lacks_rma|--mca btl_ofi_provider_include udp|udp;FI_RMA|FI_ATOMIC|not available|unavailable|aside"
+    "provider_tcp_alone|--mca btl_ofi_provider_include tcp|tcp;FI_RMA|FI_ATOMIC|not available|unavailable|aside"
+)
+
+# The pattern field may itself contain '|' (alternatives), so split from
+# both ends: name and args are the first two fields, ours the last.
+case_name() { echo "${1%%|*}"; }
+case_args() {
+    local rest=${1#*|}
+    echo "${rest%%|*}"
+}
+case_patterns() {
+    local rest=${1#*|}
+    rest=${rest#*|}
+    echo "${rest%|*}"
+}
+case_ours() { echo "${1##*|}"; }
+
+crash_re='segmentation fault|signal|core dumped'
+
+if [[ ${1:-} == --list ]]; then
+    for c in "${cases[@]}"; do
+        case_name "$c"
+    done
+    exit 0
+fi
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+fi
+
+mkdir -p "$logdir"
+if [[ ! -x $bindir/hello ]]; then
+    mkdir -p "$bindir"
+    mpicc -O2 -Wall -o "$bindir/hello" "$here/hello.c" || {
+        echo "FAIL badinput: cannot compile tests/hello.c"
+        exit 1
+    }
+fi
+
+failed=0
+
+fail() { # case why log
+    echo "FAIL badinput/$1: $2"
+    echo "---- last 40 lines of $3 ----"
+    tail -n 40 "$3"
+    echo "----"
+    failed=1
+}
+
+run_case() {
+    local spec=$1 name args patterns ours
+    name=$(case_name "$spec")
+    args=$(case_args "$spec")
+    patterns=$(case_patterns "$spec")
+    ours=$(case_ours "$spec")
+    local out=$logdir/badinput-$name.out err=$logdir/badinput-$name.err
+    local all=$logdir/badinput-$name.log
+    local t0=$SECONDS rc
+
+    # shellcheck disable=SC2086 # args is a list of words
+    timeout -k 10 "$tmo" "$ofirun" -np 2 $args "$bindir/hello" </dev/null >"$out" 2>"$err"
+    rc=$?
+    {
+        echo "\$ scripts/ofirun -np 2 $args tests/bin/hello   (exit $rc)"
+        echo "== stdout"
+        cat "$out"
+        echo "== stderr"
+        cat "$err"
+    } >"$all"
+    local secs=$((SECONDS - t0))
+
+    if ((rc == 124 || rc == 137)); then
+        fail "$name" "hung: killed by timeout after ${tmo}s" "$all"
+        return
+    fi
+    if grep -Eqi "$crash_re" "$out" "$err"; then
+        fail "$name" "crash reported in the output: $(grep -Eih "$crash_re" "$out" "$err" | head -n 1)" "$all"
+        return
+    fi
+    if ((rc != 0)); then
+        fail "$name" "exit code $rc, expected 0" "$all"
+        return
+    fi
+    local p
+    IFS=';' read -r -a pats <<<"$patterns"
+    for p in "${pats[@]}"; do
+        if ! grep -Eqi -- "$p" "$err"; then
+            fail "$name" "stderr has no message matching /$p/ (case-insensitive)" "$all"
+            return
+        fi
+    done
+    local line
+    line=$(grep '^hello:' "$out" | head -n 1)
+    if [[ -z $line ]]; then
+        fail "$name" "hello printed no result line" "$all"
+        return
+    fi
+    case $ours in
+    run:*)
+        local want=${ours#run:}
+        if [[ $line != *"btl_ofi_version=0.1.0 "* ]]; then
+            fail "$name" "our btl/ofi did not run (cvar btl_ofi_version missing): $line" "$all"
+            return
+        fi
+        if [[ $line != *"btl_ofi_selected_provider=$want "* ]]; then
+            fail "$name" "selected provider is not $want: $line" "$all"
+            return
+        fi
+        ;;
+    esac
+    echo "PASS badinput/$name (${secs}s) -- $line"
+}
+
+selected=("$@")
+for spec in "${cases[@]}"; do
+    name=$(case_name "$spec")
+    if ((${#selected[@]})); then
+        hit=0
+        for s in "${selected[@]}"; do
+            [[ $s == "$name" ]] && hit=1
+        done
+        ((hit)) || continue
+    fi
+    run_case "$spec"
+done
+exit $failed

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+#
+# THE test command of btl/ofi:   bash tests/run.sh
+#
+#  1. builds and installs the component with scripts/build.sh (which also
+#     installs missing Debian packages when run as root);
+#  2. compiles the MPI test programs (mpicc -O2 -Wall) into tests/bin/;
+#  3. checks that ompi_info, through the component path scripts/ofirun uses,
+#     lists `btl: ofi' as OUR component (Component v0.1.0);
+#  4. runs every MPI test for every provider and rank count through
+#     scripts/ofirun (timeout each), with BTL_OFI_EXPECT_PROVIDER set so
+#     the test checks which provider our component selected;
+#  5. runs the bad-input cases of tests/badinput.sh, each counted as a test.
+# Prints PASS/FAIL lines (a FAIL shows the last 40 lines of its output; full
+# logs are kept in tests/logs/) and ends with the line `N passed, N failed'.
+# Exit status 1 if anything failed.
+#
+# Environment:
+#   TESTS="putget atomics sync badinput"   which tests to run
+#   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
+#   NPS="2 4"                              rank counts
+#   BTL_OFI_SKIP_BUILD=1                   use the installed component as is
+#   BTL_OFI_ALLOW_SKIP=1                   an unavailable provider is not a failure
+#   BTL_OFI_TEST_TIMEOUT=300               seconds per MPI test run
+#   BTL_OFI_PREFIX                         install prefix (default <repo>/_install)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+bindir=$here/bin
+logdir=$here/logs
+ofirun=$repo/scripts/ofirun
+
+TESTS=${TESTS:-putget atomics sync badinput}
+PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
+NPS=${NPS:-2 4}
+test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
+mpi_tests=(putget atomics sync)
+
+export BTL_OFI_TEST_BIN=$bindir BTL_OFI_LOG_DIR=$logdir
+# The debugging switch of the test programs must never be on here.
+unset BTL_OFI_NO_CHECK_OURS
+
+passed=0
+failed=0
+skipped=0
+failures=()
+t_start=$SECONDS
+
+mkdir -p "$bindir" "$logdir"
+rm -f "$logdir"/*.log "$logdir"/*.out "$logdir"/*.err
+
+pass() { # label secs [detail]
+    passed=$((passed + 1))
+    echo "PASS $1 ($2s)${3:+ -- $3}"
+}
+
+fail() { # label secs why [log]
+    failed=$((failed + 1))
+    failures+=("$1")
+    echo "FAIL $1 ($2s): $3"
+    if [[ -n ${4:-} && -f $4 ]]; then
+        echo "---- last 40 lines of ${4#"$repo"/} ----"
+        tail -n 40 "$4"
+        echo "---- end of ${4#"$repo"/} ----"
+    fi
+}
+
+finish() {
+    local total=$((SECONDS - t_start))
+    echo
+    echo "==== summary: ${total}s in all; tests/logs/ has the full logs"
+    if ((skipped)); then
+        echo "$skipped provider(s) skipped (BTL_OFI_ALLOW_SKIP=1)"
+    fi
+    if ((failed)); then
+        echo "failed:"
+        printf '  %s\n' "${failures[@]}"
+    fi
+    echo "$passed passed, $failed failed"
+    if ((failed)); then
+        exit 1
+    fi
+    exit 0
+}
+
+wanted() { # is test $1 in TESTS?
+    local t
+    for t in $TESTS; do
+        [[ $t == "$1" ]] && return 0
+    done
+    return 1
+}
+
+echo "==== btl/ofi test suite: TESTS='$TESTS' PROVIDERS='$PROVIDERS' NPS='$NPS'"
+
+# ------------------------------------------------------------------
+# 1. build
+# ------------------------------------------------------------------
+t0=$SECONDS
+if [[ ${BTL_OFI_SKIP_BUILD:-0} == 1 ]]; then
+    if "$repo/scripts/build.sh" --deps-only >"$logdir/build.log" 2>&1; then
+        echo "build skipped (BTL_OFI_SKIP_BUILD=1); using ${BTL_OFI_PREFIX:-$repo/_install}"
+    else
+        fail build $((SECONDS - t0)) "required packages are missing" "$logdir/build.log"
+        finish
+    fi
+else
+    if "$repo/scripts/build.sh" >"$logdir/build.log" 2>&1; then
+        pass build $((SECONDS - t0)) "scripts/build.sh"
+    else
+        fail build $((SECONDS - t0)) "scripts/build.sh failed" "$logdir/build.log"
+        finish
+    fi
+fi
+
+echo "Open MPI: $(ompi_info --version 2>/dev/null | head -n 1)"
+echo "libfabric: $(fi_info --version 2>/dev/null | tr '\n' ' ')"
+
+# ------------------------------------------------------------------
+# 2. compile the test programs
+# ------------------------------------------------------------------
+t0=$SECONDS
+compile_ok=1
+for prog in hello "${mpi_tests[@]}"; do
+    if ! mpicc -O2 -Wall -o "$bindir/$prog" "$here/$prog.c" >"$logdir/compile-$prog.log" 2>&1; then
+        fail "compile $prog" $((SECONDS - t0)) "mpicc failed" "$logdir/compile-$prog.log"
+        compile_ok=0
+    elif [[ -s $logdir/compile-$prog.log ]]; then
+        echo "warning: compiling $prog printed:"
+        cat "$logdir/compile-$prog.log"
+    fi
+done
+if ((compile_ok)); then
+    pass "compile tests" $((SECONDS - t0)) "hello ${mpi_tests[*]}"
+fi
+
+# ------------------------------------------------------------------
+# 3. ompi_info sees OUR component
+# ------------------------------------------------------------------
+t0=$SECONDS
+cpath=$("$ofirun" --component-path 2>"$logdir/ompi_info.log")
+# ompi_info takes the component path from the environment only.
+OMPI_MCA_mca_base_component_path=$cpath OMPI_MCA_mca_base_component_show_load_errors=1 \
+    ompi_info >>"$logdir/ompi_info.log" 2>&1
+line=$(grep 'MCA btl: ofi' "$logdir/ompi_info.log")
+if [[ $(grep -c 'MCA btl: ofi' "$logdir/ompi_info.log") -eq 1 && $line == *"Component v0.1.0"* ]]; then
+    pass "ompi_info btl:ofi is ours" $((SECONDS - t0)) "${line#"${line%%[! ]*}"}"
+else
+    fail "ompi_info btl:ofi is ours" $((SECONDS - t0)) \
+        "expected one 'MCA btl: ofi ... Component v0.1.0' line with path $cpath, got: ${line:-nothing}" \
+        "$logdir/ompi_info.log"
+fi
+
+# ------------------------------------------------------------------
+# 4. MPI tests, per provider and rank count
+# ------------------------------------------------------------------
+fi_list=$(fi_info -l 2>&1)
+
+provider_problem() { # prints why the provider cannot be tested, or nothing
+    local prov=$1 part info
+    IFS=';' read -r -a parts <<<"$prov"
+    for part in "${parts[@]}"; do
+        if ! grep -q "^$part:" <<<"$fi_list"; then
+            echo "libfabric provider '$part' is not in 'fi_info -l'"
+            return
+        fi
+    done
+    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC' 2>&1)
+    if ! grep -qx "provider: $prov" <<<"$info"; then
+        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC' reports no such endpoint"
+    fi
+}
+
+run_mpi_test() { # prov np test
+    local prov=$1 np=$2 t=$3
+    local label="$prov np=$np $t"
+    local log=$logdir/$t-${prov//;/+}-np$np.log
+    local t0=$SECONDS rc
+    if [[ ! -x $bindir/$t ]]; then
+        fail "$label" 0 "tests/bin/$t was not compiled"
+        return
+    fi
+    {
+        echo "\$ BTL_OFI_EXPECT_PROVIDER='$prov' timeout $test_timeout scripts/ofirun -np $np" \
+            "--mca btl_ofi_provider_include '$prov' tests/bin/$t"
+    } >"$log"
+    BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 15 "$test_timeout" \
+        "$ofirun" -np "$np" --mca btl_ofi_provider_include "$prov" "$bindir/$t" \
+        </dev/null >>"$log" 2>&1
+    rc=$?
+    local secs=$((SECONDS - t0))
+    if ((rc == 124 || rc == 137)); then
+        fail "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
+    elif ((rc != 0)); then
+        fail "$label" $secs "exit code $rc" "$log"
+    elif ! grep -qx "OK $t" "$log"; then
+        fail "$label" $secs "exit code 0 but no 'OK $t' line" "$log"
+    else
+        pass "$label" $secs
+    fi
+}
+
+any_mpi=0
+for t in "${mpi_tests[@]}"; do
+    wanted "$t" && any_mpi=1
+done
+
+if ((any_mpi)); then
+    for prov in $PROVIDERS; do
+        why=$(provider_problem "$prov")
+        if [[ -n $why ]]; then
+            if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
+                skipped=$((skipped + 1))
+                echo "SKIP $prov: $why (allowed by BTL_OFI_ALLOW_SKIP=1)"
+            else
+                echo "SKIP $prov: $why"
+                failed=$((failed + 1))
+                failures+=("SKIP $prov (counted as failed; BTL_OFI_ALLOW_SKIP=1 to allow)")
+            fi
+            continue
+        fi
+        for np in $NPS; do
+            for t in "${mpi_tests[@]}"; do
+                wanted "$t" || continue
+                run_mpi_test "$prov" "$np" "$t"
+            done
+        done
+    done
+fi
+
+# ------------------------------------------------------------------
+# 5. bad input
+# ------------------------------------------------------------------
+if wanted badinput; then
+    for c in $("$here/badinput.sh" --list); do
+        t0=$SECONDS
+        log=$logdir/badinput-run-$c.log
+        "$here/badinput.sh" "$c" >"$log" 2>&1
+        rc=$?
+        if ((rc == 0)) && grep -q "^PASS badinput/$c" "$log"; then
+            pass "badinput/$c" $((SECONDS - t0)) "$(grep "^PASS badinput/$c" "$log" | sed 's/^.* -- //')"
+        else
+            detail=$logdir/badinput-$c.log
+            [[ -f $detail ]] || detail=$log
+            fail "badinput/$c" $((SECONDS - t0)) \
+                "$(grep -m1 "^FAIL" "$log" | sed 's/^FAIL [^:]*: //')" "$detail"
+        fi
+    done
+fi
+
+finish
