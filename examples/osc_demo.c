@@ -35,12 +35,12 @@ static int find_cvar(const char *name, char *value, int len)
         }
         MPI_T_cvar_read(h, buf);
         MPI_T_cvar_handle_free(&h);
-        size_t n = strnlen(buf, sizeof(buf) - 1);
-        if (n >= (size_t) len) {
-            n = (size_t) len - 1;
+        size_t used = strnlen(buf, sizeof(buf) - 1);
+        if (used >= (size_t) len) {
+            used = (size_t) len - 1;
         }
-        memcpy(value, buf, n);
-        value[n] = '\0';
+        memcpy(value, buf, used);
+        value[used] = '\0';
         return 1;
     }
     return 0;
