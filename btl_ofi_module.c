@@ -11,6 +11,7 @@
 #include "btl_ofi_rdma.h"
 
 #include <sys/random.h>
+#include <time.h>
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/util/alfg.h"
@@ -265,13 +266,42 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
     }
 }
 
+/* Seconds finalize waits for operations still in flight: long enough for
+ * any live peer, short enough that a dead one cannot hang the exit. */
+#define MCA_BTL_OFI_DRAIN_SECONDS 10
+
+static double mca_btl_ofi_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+/* Drain what is in flight so no completion names freed memory; give up
+ * (and say so) after MCA_BTL_OFI_DRAIN_SECONDS. */
+static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
+{
+    double deadline = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_SECONDS;
+
+    while (mca_btl_ofi_outstanding(module) > 0) {
+        for (int i = 0; i < module->num_contexts; ++i) {
+            (void) mca_btl_ofi_context_progress(module->contexts + i);
+        }
+        if (mca_btl_ofi_now() > deadline) {
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "drain timeout", true,
+                           opal_process_info.nodename,
+                           (long long) mca_btl_ofi_outstanding(module), MCA_BTL_OFI_DRAIN_SECONDS);
+            return;
+        }
+    }
+}
+
 int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
-    /* drain what is still in flight so no completion names freed memory */
     if (NULL != module->contexts) {
-        (void) mca_btl_ofi_flush(btl, NULL);
+        mca_btl_ofi_drain(module);
     }
     mca_btl_ofi_module_release(module);
     OBJ_DESTRUCT(&module->endpoints);
