@@ -433,10 +433,11 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
 
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                        "provider %s domain %s: %d context(s) on %s, mr_mode %s%s, key size %zu, "
-                        "atomic flags 0x%x%s",
+                        "provider %s domain %s: %d context(s) on %s, %s progress, mr_mode %s%s, "
+                        "key size %zu, atomic flags 0x%x%s",
                         info->fabric_attr->prov_name, info->domain_attr->name, count,
                         use_sep ? "a scalable endpoint" : "plain endpoints",
+                        FI_PROGRESS_MANUAL == info->domain_attr->data_progress ? "manual" : "auto",
                         module->virt_addr ? "virtual addresses" : "offsets",
                         module->prov_key ? " with provider keys" : " with requested keys",
                         info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
