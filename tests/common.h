@@ -317,6 +317,10 @@ TC_FN void tc_counters_finalize(void)
 /* Expected minimum growth of each counter for a sub-case. */
 typedef struct {
     unsigned long long min[TC_NCOUNTERS];
+    /* minimum growth of puts + gets + atomics together, for operations
+     * that osc/rdma may carry either way (e.g. MPI_NO_OP: a get or an
+     * atomic) */
+    unsigned long long min_ops;
 } tc_expect_t;
 
 TC_FN const char *tc_delta_str(const tc_counters_t *before, const tc_counters_t *after)
@@ -358,6 +362,15 @@ TC_FN void tc_counters_check(const char *what, const tc_counters_t *before,
                   "this rank did not go through our btl/ofi?)",
                   what, tc_counter_names[c], d, exp->min[c]);
         }
+    }
+    if (required && tc_check_ours_enabled()) {
+        unsigned long long ops = (after->v[TC_PUT_COUNT] - before->v[TC_PUT_COUNT])
+                                 + (after->v[TC_GET_COUNT] - before->v[TC_GET_COUNT])
+                                 + (after->v[TC_ATOMIC_COUNT] - before->v[TC_ATOMIC_COUNT]);
+        CHECK(ops >= exp->min_ops,
+              "%s: counters btl_ofi_{put,get,atomic}_count together grew by %llu, expected at "
+              "least %llu (one-sided traffic of this rank did not go through our btl/ofi?)",
+              what, ops, exp->min_ops);
     }
     if (print && tc_rank == 0) {
         printf("    counters rank0 %s: %s%s\n", what, tc_delta_str(before, after),
