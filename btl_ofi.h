@@ -91,6 +91,22 @@ typedef struct mca_btl_ofi_reg_t {
 } mca_btl_ofi_reg_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 
+/**
+ * What libfabric gets as an operation context: the provider's scratch
+ * space, then what kind of object embeds it, so one completion queue can
+ * carry RDMA, send and receive completions.
+ */
+enum {
+    MCA_BTL_OFI_OP_RDMA = 1, /* mca_btl_ofi_completion_t */
+    MCA_BTL_OFI_OP_SEND = 2, /* mca_btl_ofi_frag_t */
+    MCA_BTL_OFI_OP_RECV = 3  /* mca_btl_ofi_rdesc_t */
+};
+
+typedef struct mca_btl_ofi_op_t {
+    struct fi_context2 ofi_ctx;
+    int kind;
+} mca_btl_ofi_op_t;
+
 /** Counters exposed as MPI_T performance variables (summed over contexts). */
 typedef struct mca_btl_ofi_counters_t {
     uint64_t put_count;
@@ -98,6 +114,8 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t atomic_count;
     uint64_t put_bytes;
     uint64_t get_bytes;
+    uint64_t send_count;
+    uint64_t send_bytes;
 } mca_btl_ofi_counters_t;
 
 /**
@@ -175,8 +193,12 @@ typedef struct mca_btl_ofi_module_t {
     size_t inject_size;
 
     mca_rcache_base_module_t *rcache;
+    opal_free_list_t frags; /* two-sided send descriptors */
     mca_btl_base_module_error_cb_fn_t error_cb;
     bool initialized;
+    /* finalize is draining: the layers above are gone (their code may
+     * already be unloaded), so completions are reaped without callbacks */
+    bool closing;
 } mca_btl_ofi_module_t;
 
 typedef struct mca_btl_ofi_component_t {

@@ -415,7 +415,7 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
                          mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
                          mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                          remote_handle->key, mca_btl_ofi_datatype(op, flags),
-                         (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->ofi_ctx);
+                         (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
     }
@@ -459,7 +459,7 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
                    mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                    remote_handle->key, mca_btl_ofi_datatype(op, flags),
-                   (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->ofi_ctx);
+                   (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
     }
@@ -511,7 +511,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
                            mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                            remote_handle->key,
                            (flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? FI_UINT32 : FI_UINT64, FI_CSWAP,
-                           &comp->ofi_ctx);
+                           &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
     }

@@ -6,6 +6,8 @@
 #include "btl_ofi.h"
 #include "btl_ofi_context.h"
 
+#include <dlfcn.h>
+
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/argv.h"
@@ -132,12 +134,13 @@ static int mca_btl_ofi_component_register(void)
         "prints them). Ignored when btl_ofi_provider_include is set",
         &c->provider_exclude, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
 
-    c->mode = MCA_BTL_OFI_MODE_ONE_SIDED;
+    c->mode = MCA_BTL_OFI_MODE_FULL;
     (void) mca_base_var_enum_create("btl_ofi_mode", mca_btl_ofi_mode_values, &mode_enum);
     (void) mca_btl_ofi_reg_int("mode",
                                "Traffic this BTL carries: 0 (one-sided) RDMA and atomics for "
-                               "osc/rdma and pml rendezvous; 1 (two-sided) and 2 (both) also "
-                               "carry pml send traffic (not in this version: treated as 0)",
+                               "osc/rdma and pml rendezvous; 1 (two-sided) pml send/receive "
+                               "only; 2 (both, default) both where the provider offers FI_MSG, "
+                               "else one-sided",
                                &c->mode, OPAL_INFO_LVL_5, mode_enum);
     OBJ_RELEASE(mode_enum);
 
@@ -232,6 +235,12 @@ static int mca_btl_ofi_component_open(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
 
+    /* Keep libfabric loaded for the life of the process. Providers leave
+     * exit-time hooks behind that outlive fi_close (shm and tcp do), and
+     * Open MPI unloads this component, and with it libfabric, at
+     * MPI_Finalize: the process then crashed at exit in unmapped code. */
+    (void) dlopen("libfabric.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+
 #ifdef MCA_BTL_OFI_HELP_DIR
     /* out-of-tree installs keep our help file beside Open MPI's, not in it */
     (void) opal_show_help_add_dir(MCA_BTL_OFI_HELP_DIR);
@@ -284,9 +293,10 @@ static void mca_btl_ofi_check_params(void)
                        "at least 1", 8);
         c->rd_num = 8;
     }
-    if (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "mode unsupported", true, host, c->mode);
-        c->mode = MCA_BTL_OFI_MODE_ONE_SIDED;
+    if (c->mode < MCA_BTL_OFI_MODE_ONE_SIDED || c->mode > MCA_BTL_OFI_MODE_FULL) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_mode", c->mode,
+                       "0, 1 or 2", MCA_BTL_OFI_MODE_FULL);
+        c->mode = MCA_BTL_OFI_MODE_FULL;
     }
     if (NULL != c->provider_include && '\0' == c->provider_include[0]) {
         c->provider_include = NULL;
@@ -386,6 +396,22 @@ static struct fi_info *mca_btl_ofi_refine(const struct fi_info *info, uint64_t c
     return found;
 }
 
+/* The candidate as we will open it: with the extra capabilities, and
+ * manual data progress unless the user asked otherwise. */
+static struct fi_info *mca_btl_ofi_pick(const struct fi_info *twin, uint64_t extra)
+{
+    struct fi_info *mine = NULL;
+
+    if (MCA_BTL_OFI_PROGRESS_DEFAULT == mca_btl_ofi_component.progress_mode
+        && FI_PROGRESS_MANUAL != twin->domain_attr->data_progress) {
+        mine = mca_btl_ofi_refine(twin, extra, FI_PROGRESS_MANUAL);
+    }
+    if (NULL == mine) {
+        mine = mca_btl_ofi_refine(twin, extra, twin->domain_attr->data_progress);
+    }
+    return mine;
+}
+
 /* --------------------------------------------------------------- init */
 
 static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
@@ -399,6 +425,7 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
@@ -416,6 +443,7 @@ static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
+    OBJ_DESTRUCT(&module->frags);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->lock);
     free(module);
@@ -484,22 +512,22 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                 prov, dom, why);
             continue;
         }
-        extra = (1 == c->emulate_atomics
+        /* messages carry two-sided traffic and emulated atomics */
+        extra = (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode || 1 == c->emulate_atomics
                  || (0 > c->emulate_atomics && mca_btl_ofi_atomics_broken(prov)))
                     ? FI_MSG
                     : 0;
-        mine = NULL;
-        if (MCA_BTL_OFI_PROGRESS_DEFAULT == c->progress_mode
-            && FI_PROGRESS_MANUAL != twin->domain_attr->data_progress) {
-            mine = mca_btl_ofi_refine(twin, extra, FI_PROGRESS_MANUAL);
-        }
-        if (NULL == mine) {
-            mine = mca_btl_ofi_refine(twin, extra, twin->domain_attr->data_progress);
+        mine = mca_btl_ofi_pick(twin, extra);
+        if (NULL == mine && MCA_BTL_OFI_MODE_FULL == c->mode) {
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                                "candidate %s domain %s: no FI_MSG, one-sided traffic only", prov,
+                                dom);
+            mine = mca_btl_ofi_pick(twin, 0);
         }
         if (NULL == mine) {
             MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                                "candidate %s domain %s: refused, no FI_MSG for emulated atomics",
-                                prov, dom);
+                                "candidate %s domain %s: refused, no FI_MSG for messages", prov,
+                                dom);
             continue;
         }
         rc = mca_btl_ofi_module_init(module, mine);

@@ -250,6 +250,25 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                    context->index, err->err, fi_strerror(err->err), err->prov_errno, detail);
 }
 
+/* One completion, to the object that posted it. A failed receive hands
+ * its buffer back to be posted again. */
+static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context,
+                                        size_t len, int status)
+{
+    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
+    case MCA_BTL_OFI_OP_RDMA:
+        mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(op_context), status);
+        break;
+    case MCA_BTL_OFI_OP_SEND:
+        mca_btl_ofi_frag_sent(mca_btl_ofi_frag_from_op(op_context), status);
+        break;
+    default:
+        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context,
+                                 OPAL_SUCCESS == status ? len : 0);
+        break;
+    }
+}
+
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 {
     struct fi_cq_msg_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
@@ -271,15 +290,8 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
             return 0;
         }
         mca_btl_ofi_context_report_error(context, &err);
-        if (NULL == err.op_context) {
-            return 1;
-        }
-        if (err.flags & FI_RECV) {
-            /* the buffer is ours again: put it back up */
-            mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) err.op_context, 0);
-        } else {
-            mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(err.op_context),
-                                          OPAL_ERROR);
+        if (NULL != err.op_context) {
+            mca_btl_ofi_dispatch(context, err.op_context, 0, OPAL_ERROR);
         }
         return 1;
     }
@@ -287,13 +299,7 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
-        if (entries[i].flags & FI_RECV) {
-            mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) entries[i].op_context,
-                                     entries[i].len);
-        } else {
-            mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(entries[i].op_context),
-                                          OPAL_SUCCESS);
-        }
+        mca_btl_ofi_dispatch(context, entries[i].op_context, entries[i].len, OPAL_SUCCESS);
     }
     if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending))) {
         mca_btl_ofi_msg_flush_pending(context);

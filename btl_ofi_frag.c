@@ -4,9 +4,240 @@
  */
 
 #include "btl_ofi.h"
+#include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
 
+#include "opal/datatype/opal_convertor.h"
+
 OBJ_CLASS_INSTANCE(mca_btl_ofi_pending_t, opal_list_item_t, NULL, NULL);
+
+static void mca_btl_ofi_frag_construct(mca_btl_ofi_frag_t *frag)
+{
+    memset(&frag->op, 0, sizeof(frag->op));
+    frag->op.kind = MCA_BTL_OFI_OP_SEND;
+    frag->base.des_segments = &frag->segment;
+    frag->base.des_segment_count = 1;
+    frag->hdr = NULL;
+    frag->endpoint = NULL;
+    frag->context = NULL;
+}
+
+OBJ_CLASS_INSTANCE(mca_btl_ofi_frag_t, mca_btl_base_descriptor_t, mca_btl_ofi_frag_construct,
+                   NULL);
+
+/* Point a new descriptor at its payload buffer: header, then segment. */
+static int mca_btl_ofi_frag_item_init(opal_free_list_item_t *item, void *ctx)
+{
+    mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
+    (void) ctx;
+
+    frag->hdr = (mca_btl_ofi_msg_hdr_t *) item->ptr;
+    frag->segment.seg_addr.pval = frag->hdr + 1;
+    frag->segment.seg_len = 0;
+    return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_frags_init(mca_btl_ofi_module_t *module)
+{
+    return opal_free_list_init(&module->frags, sizeof(mca_btl_ofi_frag_t), opal_cache_line_size,
+                               OBJ_CLASS(mca_btl_ofi_frag_t), module->msg_size,
+                               opal_cache_line_size, 64, -1, 64, NULL, 0, NULL,
+                               mca_btl_ofi_frag_item_init, NULL);
+}
+
+mca_btl_base_descriptor_t *mca_btl_ofi_alloc(mca_btl_base_module_t *btl,
+                                             mca_btl_base_endpoint_t *endpoint, uint8_t order,
+                                             size_t size, uint32_t flags)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_frag_t *frag;
+
+    if (OPAL_UNLIKELY(size > btl->btl_max_send_size)) {
+        return NULL;
+    }
+    frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        return NULL;
+    }
+    frag->segment.seg_len = size;
+    frag->base.des_flags = flags;
+    frag->base.order = order;
+    frag->endpoint = endpoint;
+    return &frag->base;
+}
+
+int mca_btl_ofi_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des)
+{
+    opal_free_list_return(&((mca_btl_ofi_module_t *) btl)->frags, &des->super);
+    return OPAL_SUCCESS;
+}
+
+mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t *btl,
+                                                   mca_btl_base_endpoint_t *endpoint,
+                                                   struct opal_convertor_t *convertor,
+                                                   uint8_t order, size_t reserve, size_t *size,
+                                                   uint32_t flags)
+{
+    size_t max_data = *size;
+    mca_btl_base_descriptor_t *des;
+    mca_btl_ofi_frag_t *frag;
+    struct iovec iov;
+    uint32_t iov_count = 1;
+
+    if (reserve + max_data > btl->btl_max_send_size) {
+        max_data = btl->btl_max_send_size - reserve;
+    }
+    des = mca_btl_ofi_alloc(btl, endpoint, order, reserve + max_data, flags);
+    if (OPAL_UNLIKELY(NULL == des)) {
+        return NULL;
+    }
+    frag = (mca_btl_ofi_frag_t *) des;
+    iov.iov_base = (char *) frag->segment.seg_addr.pval + reserve;
+    iov.iov_len = max_data;
+    if (OPAL_UNLIKELY(opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0)) {
+        mca_btl_ofi_free(btl, des);
+        return NULL;
+    }
+    frag->segment.seg_len = reserve + max_data;
+    *size = max_data;
+    return des;
+}
+
+int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                     mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) des;
+    size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+    ssize_t rc;
+
+    frag->hdr->type = MCA_BTL_OFI_MSG_AM;
+    frag->hdr->op = tag;
+    frag->endpoint = endpoint;
+    frag->context = context;
+    /* ob1 relies on the callback even when it gave us ownership */
+    des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+
+    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    OPAL_THREAD_LOCK(&context->lock);
+    rc = fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
+                 &frag->op.ofi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.send_count++;
+        context->counters.send_bytes += len;
+    }
+    OPAL_THREAD_UNLOCK(&context->lock);
+    if (OPAL_LIKELY(0 == rc)) {
+        return OPAL_SUCCESS;
+    }
+
+    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+    if (-FI_EAGAIN == rc) {
+        (void) mca_btl_ofi_context_progress(context);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    MCA_BTL_OFI_REPORT("fi_send", rc);
+    return OPAL_ERROR;
+}
+
+/* Largest message sendi builds on the stack and injects. */
+#define MCA_BTL_OFI_SENDI_MAX 1024
+
+int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                      struct opal_convertor_t *convertor, void *header, size_t header_size,
+                      size_t payload_size, uint8_t order, uint32_t flags,
+                      mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    size_t len = sizeof(mca_btl_ofi_msg_hdr_t) + header_size + payload_size;
+    size_t position;
+    uint64_t buf[MCA_BTL_OFI_SENDI_MAX / sizeof(uint64_t)];
+    mca_btl_ofi_msg_hdr_t *hdr = (mca_btl_ofi_msg_hdr_t *) buf;
+    mca_btl_ofi_context_t *context;
+    ssize_t rc;
+
+    if (OPAL_UNLIKELY(len > module->inject_size || len > sizeof(buf))) {
+        goto out_descriptor;
+    }
+    hdr->type = MCA_BTL_OFI_MSG_AM;
+    hdr->op = tag;
+    hdr->flags = 0;
+    hdr->status = 0;
+    memcpy(hdr + 1, header, header_size);
+    position = convertor->bConverted;
+    if (payload_size) {
+        struct iovec iov = {.iov_base = (char *) (hdr + 1) + header_size, .iov_len = payload_size};
+        uint32_t iov_count = 1;
+        size_t max_data = payload_size;
+        if (OPAL_UNLIKELY(opal_convertor_pack(convertor, &iov, &iov_count, &max_data) < 0
+                          || max_data != payload_size)) {
+            return OPAL_ERROR;
+        }
+    }
+
+    context = mca_btl_ofi_context_get(module);
+    OPAL_THREAD_LOCK(&context->lock);
+    rc = fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.send_count++;
+        context->counters.send_bytes += len;
+    }
+    OPAL_THREAD_UNLOCK(&context->lock);
+    if (OPAL_LIKELY(0 == rc)) {
+        return OPAL_SUCCESS;
+    }
+    if (-FI_EAGAIN != rc) {
+        MCA_BTL_OFI_REPORT("fi_inject", rc);
+        return OPAL_ERROR;
+    }
+    /* queue full: rewind what we packed so the caller can send it again */
+    if (payload_size) {
+        opal_convertor_set_position(convertor, &position);
+    }
+
+out_descriptor:
+    if (NULL != descriptor) {
+        *descriptor = mca_btl_ofi_alloc(btl, endpoint, order, header_size + payload_size, flags);
+    }
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
+{
+    mca_btl_ofi_context_t *context = frag->context;
+    mca_btl_ofi_module_t *module = context->module;
+    uint32_t flags = frag->base.des_flags; /* the callback may free the frag */
+
+    if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && OPAL_LIKELY(!module->closing)) {
+        frag->base.des_cbfunc(&module->super, frag->endpoint, &frag->base, status);
+    }
+    if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || module->closing) {
+        opal_free_list_return(&module->frags, &frag->base.super);
+    }
+    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+}
+
+/* Hand a pml message to the callback registered for its tag. */
+static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, void *buf, size_t len)
+{
+    const mca_btl_ofi_msg_hdr_t *hdr = (const mca_btl_ofi_msg_hdr_t *) buf;
+    const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + hdr->op;
+    mca_btl_base_segment_t segment;
+    mca_btl_base_descriptor_t des;
+
+    if (OPAL_UNLIKELY(NULL == reg->cbfunc || context->module->closing)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a message for unregistered tag %d",
+                            hdr->op);
+        return;
+    }
+    segment.seg_addr.pval = (void *) (hdr + 1);
+    segment.seg_len = len - sizeof(*hdr);
+    memset(&des, 0, sizeof(des));
+    des.des_segments = &segment;
+    des.des_segment_count = 1;
+    reg->cbfunc(&context->module->super, hdr->op, &des, reg->cbdata);
+}
 
 static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
 {
@@ -15,7 +246,7 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
 
     OPAL_THREAD_LOCK(&context->lock);
     rc = fi_recv(context->rx, rdesc->buf, context->module->msg_size, NULL, FI_ADDR_UNSPEC,
-                 &rdesc->ofi_ctx);
+                 &rdesc->op.ofi_ctx);
     OPAL_THREAD_UNLOCK(&context->lock);
     if (0 != rc) {
         MCA_BTL_OFI_REPORT("fi_recv", rc);
@@ -35,6 +266,7 @@ int mca_btl_ofi_msg_init(mca_btl_ofi_context_t *context)
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     for (int i = 0; i < count; ++i) {
+        context->rdescs[i].op.kind = MCA_BTL_OFI_OP_RECV;
         context->rdescs[i].context = context;
         context->rdescs[i].buf = context->rbufs + (size_t) i * module->msg_size;
         if (OPAL_SUCCESS != mca_btl_ofi_msg_post(context->rdescs + i)) {
@@ -66,6 +298,9 @@ void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_
 
     if (OPAL_LIKELY(len >= sizeof(*hdr))) {
         switch (hdr->type) {
+        case MCA_BTL_OFI_MSG_AM:
+            mca_btl_ofi_am_deliver(context, rdesc->buf, len);
+            break;
         case MCA_BTL_OFI_MSG_AMO_REQ:
             mca_btl_ofi_amo_serve(context, rdesc->buf, len);
             break;

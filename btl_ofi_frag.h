@@ -1,7 +1,7 @@
 /*
  * btl/ofi messages: the receive buffers each context keeps posted, the
- * wire headers, and the small-message send used by emulated atomics. The
- * two-sided (pml) send path of btl_ofi_mode 1 and 2 builds on these.
+ * wire headers, the two-sided (pml) send path of btl_ofi_mode 1 and 2, and
+ * the small injected messages of emulated atomics.
  */
 
 #ifndef MCA_BTL_OFI_FRAG_H
@@ -12,14 +12,15 @@
 BEGIN_C_DECLS
 
 enum {
-    MCA_BTL_OFI_MSG_AMO_REQ = 1, /* emulated atomic: do this at your end */
-    MCA_BTL_OFI_MSG_AMO_RESP = 2 /* emulated atomic: done, old value enclosed */
+    MCA_BTL_OFI_MSG_AMO_REQ = 1,  /* emulated atomic: do this at your end */
+    MCA_BTL_OFI_MSG_AMO_RESP = 2, /* emulated atomic: done, old value enclosed */
+    MCA_BTL_OFI_MSG_AM = 3        /* pml payload for the active-message tag in op */
 };
 
 /* Leading bytes of every message. */
 typedef struct mca_btl_ofi_msg_hdr_t {
     uint8_t type;
-    uint8_t op;     /* AMO: the btl atomic op */
+    uint8_t op;     /* AMO: the btl atomic op; AM: the active-message tag */
     uint16_t flags; /* AMO: MCA_BTL_OFI_AMO_* */
     int32_t status; /* AMO_RESP: OPAL_SUCCESS or the error the target saw */
 } mca_btl_ofi_msg_hdr_t;
@@ -45,10 +46,27 @@ typedef struct mca_btl_ofi_amo_resp_t {
 
 /* One posted receive buffer. */
 typedef struct mca_btl_ofi_rdesc_t {
-    struct fi_context2 ofi_ctx;
+    mca_btl_ofi_op_t op;
     mca_btl_ofi_context_t *context;
     void *buf;
 } mca_btl_ofi_rdesc_t;
+
+/* A two-sided send descriptor: the wire header sits right before the
+ * segment, so header and payload leave in one contiguous send. */
+typedef struct mca_btl_ofi_frag_t {
+    mca_btl_base_descriptor_t base;
+    mca_btl_base_segment_t segment;
+    mca_btl_ofi_op_t op;
+    mca_btl_ofi_msg_hdr_t *hdr;
+    mca_btl_ofi_endpoint_t *endpoint;
+    mca_btl_ofi_context_t *context;
+} mca_btl_ofi_frag_t;
+OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);
+
+static inline mca_btl_ofi_frag_t *mca_btl_ofi_frag_from_op(void *op_context)
+{
+    return (mca_btl_ofi_frag_t *) ((char *) op_context - offsetof(mca_btl_ofi_frag_t, op));
+}
 
 /* A message that found the transmit queue full, retried from progress. */
 typedef struct mca_btl_ofi_pending_t {
@@ -61,6 +79,27 @@ typedef struct mca_btl_ofi_pending_t {
     } msg;
 } mca_btl_ofi_pending_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_pending_t);
+
+int mca_btl_ofi_frags_init(mca_btl_ofi_module_t *module);
+
+mca_btl_base_descriptor_t *mca_btl_ofi_alloc(mca_btl_base_module_t *btl,
+                                             mca_btl_base_endpoint_t *endpoint, uint8_t order,
+                                             size_t size, uint32_t flags);
+int mca_btl_ofi_free(mca_btl_base_module_t *btl, mca_btl_base_descriptor_t *des);
+mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t *btl,
+                                                   mca_btl_base_endpoint_t *endpoint,
+                                                   struct opal_convertor_t *convertor,
+                                                   uint8_t order, size_t reserve, size_t *size,
+                                                   uint32_t flags);
+int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                     mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
+int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                      struct opal_convertor_t *convertor, void *header, size_t header_size,
+                      size_t payload_size, uint8_t order, uint32_t flags,
+                      mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor);
+
+/* A send completed (or failed): callback, then recycle if we own it. */
+void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status);
 
 int mca_btl_ofi_msg_init(mca_btl_ofi_context_t *context);
 void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context);

@@ -244,6 +244,8 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
         OBJ_RELEASE(item);
     }
     mca_btl_ofi_contexts_destroy(module);
+    OBJ_DESTRUCT(&module->frags);
+    OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
     if (NULL != module->rcache) {
         mca_rcache_base_module_destroy(module->rcache);
         module->rcache = NULL;
@@ -301,9 +303,11 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
     if (NULL != module->contexts) {
+        module->closing = true;
         mca_btl_ofi_drain(module);
     }
     mca_btl_ofi_module_release(module);
+    OBJ_DESTRUCT(&module->frags);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
     OBJ_DESTRUCT(&module->endpoints_by_name);
@@ -331,7 +335,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     mca_rcache_base_resources_t resources;
     size_t max_ctx;
-    bool use_sep;
+    bool use_sep, two_sided;
     int count, rc;
 
     module->info = info;
@@ -345,11 +349,20 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->amo_emulated = 1 == component->emulate_atomics
                            || (0 > component->emulate_atomics
                                && mca_btl_ofi_atomics_broken(info->fabric_attr->prov_name));
-    module->messaging = module->amo_emulated;
+    two_sided = MCA_BTL_OFI_MODE_ONE_SIDED != component->mode && (info->caps & FI_MSG);
+    module->messaging = module->amo_emulated || two_sided;
     module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
+    if (two_sided) {
+        module->super.btl_max_send_size = mca_btl_ofi_min(module->super.btl_max_send_size,
+                                                          info->ep_attr->max_msg_size
+                                                              - sizeof(mca_btl_ofi_msg_hdr_t));
+        if (module->msg_size < sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size) {
+            module->msg_size = sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size;
+        }
+    }
     module->inject_size = info->tx_attr->inject_size;
-    if (module->messaging
-        && (!(info->caps & FI_MSG) || module->inject_size < module->msg_size)) {
+    if (module->amo_emulated
+        && (!(info->caps & FI_MSG) || module->inject_size < sizeof(mca_btl_ofi_amo_req_t))) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "provider %s domain %s: refused, emulated atomics need FI_MSG and an "
                             "inject size of at least %zu bytes",
@@ -403,6 +416,23 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     if (0 != rc) {
         MCA_BTL_OFI_REPORT("fi_av_open", rc);
         goto err_release;
+    }
+
+    if (two_sided) {
+        rc = mca_btl_ofi_frags_init(module);
+        if (OPAL_SUCCESS != rc) {
+            goto err_release;
+        }
+        module->super.btl_flags |= MCA_BTL_FLAGS_SEND;
+        module->super.btl_alloc = mca_btl_ofi_alloc;
+        module->super.btl_free = mca_btl_ofi_free;
+        module->super.btl_prepare_src = mca_btl_ofi_prepare_src;
+        module->super.btl_send = mca_btl_ofi_send;
+        module->super.btl_sendi = mca_btl_ofi_sendi;
+    }
+    if (MCA_BTL_OFI_MODE_TWO_SIDED == component->mode) {
+        module->super.btl_flags &= ~(MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
+                                     | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_FLUSH);
     }
 
     rc = mca_btl_ofi_contexts_create(module, count, use_sep);
@@ -461,6 +491,15 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
         .btl_bandwidth = 10000,
         .btl_flags = MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS
                      | MCA_BTL_FLAGS_RDMA_FLUSH,
+        /* two-sided limits (btl_ofi_mode 1 and 2): messages up to the eager
+         * limit go in one send; larger ones use ob1's rendezvous over our
+         * put/get, or its copy pipeline in max_send_size pieces */
+        .btl_eager_limit = 8 * 1024,
+        .btl_rndv_eager_limit = 8 * 1024,
+        .btl_max_send_size = 32 * 1024,
+        .btl_rdma_pipeline_send_length = 32 * 1024,
+        .btl_rdma_pipeline_frag_size = 4 * 1024 * 1024,
+        .btl_min_rdma_pipeline_size = 256 * 1024,
         .btl_put_limit = SIZE_MAX,
         .btl_get_limit = SIZE_MAX,
         .btl_put_alignment = 0,

@@ -13,7 +13,8 @@
 
 static void mca_btl_ofi_completion_construct(mca_btl_ofi_completion_t *comp)
 {
-    memset(&comp->ofi_ctx, 0, sizeof(comp->ofi_ctx));
+    memset(&comp->op, 0, sizeof(comp->op));
+    comp->op.kind = MCA_BTL_OFI_OP_RDMA;
     comp->cbfunc = NULL;
 }
 
@@ -60,7 +61,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     rc = fi_write(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
                   endpoint->addrs[context->index],
                   mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                  remote_handle->key, &comp->ofi_ctx);
+                  remote_handle->key, &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.put_count++;
         context->counters.put_bytes += size;
@@ -95,7 +96,7 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     rc = fi_read(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
                  endpoint->addrs[context->index],
                  mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                 remote_handle->key, &comp->ofi_ctx);
+                 remote_handle->key, &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.get_count++;
         context->counters.get_bytes += size;

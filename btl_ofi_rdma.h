@@ -13,9 +13,8 @@ BEGIN_C_DECLS
 
 typedef struct mca_btl_ofi_completion_t {
     opal_free_list_item_t super;
-    /* handed to libfabric as the operation context (FI_CONTEXT2-sized so
-     * providers that want scratch space in it have it) */
-    struct fi_context2 ofi_ctx;
+    /* handed to libfabric as the operation context */
+    mca_btl_ofi_op_t op;
     mca_btl_ofi_context_t *context;
     mca_btl_base_module_t *btl;
     mca_btl_base_endpoint_t *endpoint;
@@ -33,7 +32,7 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_completion_t);
 static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_ctx(void *op_context)
 {
     return (mca_btl_ofi_completion_t *) ((char *) op_context
-                                         - offsetof(mca_btl_ofi_completion_t, ofi_ctx));
+                                         - offsetof(mca_btl_ofi_completion_t, op));
 }
 
 static inline mca_btl_ofi_completion_t *
@@ -64,7 +63,7 @@ static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp,
 {
     mca_btl_ofi_context_t *context = comp->context;
 
-    if (NULL != comp->cbfunc) {
+    if (NULL != comp->cbfunc && OPAL_LIKELY(!context->module->closing)) {
         comp->cbfunc(comp->btl, comp->endpoint, comp->local_address, comp->local_handle,
                      comp->cbcontext, comp->cbdata, status);
     }
