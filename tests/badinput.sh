@@ -14,8 +14,12 @@
 #   - stderr matches every pattern of the case (extended regexps,
 #     case-insensitive: adjust them in the table below if the wording changes);
 #   - no "Segmentation fault", "signal" or "core dumped" in the output;
+#     (a run whose message Open MPI 4.1.4 itself lost in show_help forwarding,
+#     "ORTE_ERROR_LOG ... show_help.c", is retried, up to 5 runs in all;)
 #   - where the component must still run: cvar btl_ofi_version is 0.1.0
-#     (our btl/ofi loaded and selected), and the provider is the expected one.
+#     (our btl/ofi loaded and selected), and the provider is the expected one;
+#     where it must step aside: cvar btl_ofi_selected_provider is absent or
+#     empty (no provider was selected).
 # Prints "PASS badinput/<case>" or "FAIL badinput/<case>: <why>" (with the
 # last 40 lines of output); exit status 1 if any case failed.
 #
@@ -86,6 +90,8 @@ if [[ ! -x $bindir/hello ]]; then
 fi
 
 failed=0
+max_attempts=5
+attempt=1
 
 fail() { # case why log
     echo "FAIL badinput/$1: $2"
@@ -133,6 +139,16 @@ run_case() {
     IFS=';' read -r -a pats <<<"$patterns"
     for p in "${pats[@]}"; do
         if ! grep -Eqi -- "$p" "$err"; then
+            if grep -q 'ORTE_ERROR_LOG: .*show_help' "$err" && ((attempt < max_attempts)); then
+                # Open MPI 4.1.4 (Debian) sometimes loses a process's
+                # show_help message on its way to mpirun (it prints
+                # "ORTE_ERROR_LOG: Data unpack would read past end of
+                # buffer in file .../show_help.c"); Open MPI's own
+                # components lose theirs just as often. Not ours: retry.
+                echo "retry badinput/$name: message lost by Open MPI's show_help forwarding" \
+                    "(ORTE_ERROR_LOG in show_help.c), attempt $attempt of $max_attempts"
+                return 2
+            fi
             fail "$name" "stderr has no message matching /$p/ (case-insensitive)" "$all"
             return
         fi
@@ -155,6 +171,14 @@ run_case() {
             return
         fi
         ;;
+    aside)
+        # stepped aside: no provider selected (variable absent or empty)
+        if [[ $line != *"btl_ofi_selected_provider=<absent> "* &&
+            $line != *"btl_ofi_selected_provider= "* ]]; then
+            fail "$name" "btl/ofi should have stepped aside but selected a provider: $line" "$all"
+            return
+        fi
+        ;;
     esac
     echo "PASS badinput/$name (${secs}s) -- $line"
 }
@@ -169,6 +193,9 @@ for spec in "${cases[@]}"; do
         done
         ((hit)) || continue
     fi
-    run_case "$spec"
+    for ((attempt = 1; attempt <= max_attempts; attempt++)); do
+        run_case "$spec"
+        (($? == 2)) || break
+    done
 done
 exit $failed

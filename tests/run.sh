@@ -239,7 +239,12 @@ if wanted badinput; then
         "$here/badinput.sh" "$c" >"$log" 2>&1
         rc=$?
         if ((rc == 0)) && grep -q "^PASS badinput/$c" "$log"; then
-            pass "badinput/$c" $((SECONDS - t0)) "$(grep "^PASS badinput/$c" "$log" | sed 's/^.* -- //')"
+            retries=$(grep -c "^retry badinput/$c" "$log")
+            note=$(grep "^PASS badinput/$c" "$log" | sed 's/^.* -- //')
+            if ((retries)); then
+                note="$note [$retries retried run(s): Open MPI lost the show_help message]"
+            fi
+            pass "badinput/$c" $((SECONDS - t0)) "$note"
         else
             detail=$logdir/badinput-$c.log
             [[ -f $detail ]] || detail=$log
