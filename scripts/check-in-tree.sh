@@ -1,0 +1,375 @@
+#!/usr/bin/env bash
+# The phase functions are only called through run_phase:
+# shellcheck disable=SC2317
+#
+# check-in-tree.sh: build this component inside Debian's Open MPI 4.1
+# source tree, as opal/mca/btl/ofi, the way Open MPI builds its own.
+#
+#   scripts/check-in-tree.sh [WORKDIR]        (default: /tmp/ompi-intree)
+#
+# Phases (each one timed; logs in WORKDIR/logs/):
+#   packages   enable deb-src in apt's sources, apt-get install the tools
+#              and libraries the opal build needs (as root)
+#   fetch      apt-get source openmpi (Debian's patches get applied)
+#   replace    opal/mca/btl/ofi := this repository's files (tracked plus
+#              untracked-but-not-ignored, as in the work tree)
+#   autogen    ./autogen.pl --force --no-ompi --no-orte (opal only)
+#   configure  ./configure --with-libfabric, external hwloc/libevent/pmix
+#   build      make -C opal (libopen-pal and opal's components, ours too)
+#   verify     the DSO exists, is built from our sources, its symbols
+#              resolve against the in-tree libopen-pal, and
+#              `make install` puts it and help-btl-ofi.txt where Open MPI
+#              keeps its own
+#
+# Prints `in-tree: PASS` and exits 0, or `in-tree: FAIL <reason>` and
+# exits 1.  Nothing is cached: WORKDIR is emptied first (only if it is
+# empty or was made by this script).
+#
+# Environment: BTL_OFI_JOBS (make -j, default: nproc).
+
+set -uo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=${1:-/tmp/ompi-intree}
+jobs=${BTL_OFI_JOBS:-$(nproc 2>/dev/null || echo 2)}
+marker=.btl-ofi-in-tree-workdir
+logs=$work/logs
+src=
+phase_names=()
+phase_secs=()
+t_start=$SECONDS
+
+export DEBIAN_FRONTEND=noninteractive
+export LC_ALL=C
+
+print_times() {
+    local i
+    echo "in-tree: phase times (seconds):"
+    for i in "${!phase_names[@]}"; do
+        printf '  %-10s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}"
+    done
+    printf '  %-10s %5d\n' total $((SECONDS - t_start))
+}
+
+fail() {
+    print_times
+    echo "in-tree: FAIL $*"
+    exit 1
+}
+
+# run_phase NAME FUNCTION: run FUNCTION with its output in logs/NAME.log,
+# record its time, stop with FAIL (and the log's end) if it fails.
+run_phase() {
+    local name=$1 fn=$2 t0 rc
+    t0=$SECONDS
+    echo "in-tree: [$name] started (log: $logs/$name.log)"
+    "$fn" >"$logs/$name.log" 2>&1 </dev/null
+    rc=$?
+    phase_names+=("$name")
+    phase_secs+=($((SECONDS - t0)))
+    echo "in-tree: [$name] done in $((SECONDS - t0)) s (exit $rc)"
+    if ((rc != 0)); then
+        echo "----- last lines of $logs/$name.log -----"
+        tail -n 40 "$logs/$name.log"
+        echo "-----"
+        fail "$name: $(cat "$logs/$name.reason" 2>/dev/null || echo "exit status $rc, see $logs/$name.log")"
+    fi
+}
+
+# reason NAME TEXT: the reason FAIL gives if phase NAME fails.
+reason() { echo "$2" >"$logs/$1.reason"; }
+
+# ---------------------------------------------------------------------
+# work dir: empty it (only if it is ours) and start the logs there
+# ---------------------------------------------------------------------
+setup_workdir() {
+    if [[ -e $work ]]; then
+        if [[ -f $work/$marker ]]; then
+            rm -rf "$work"
+        elif [[ -d $work ]] && [[ -z $(ls -A "$work") ]]; then
+            :
+        else
+            echo "in-tree: FAIL work dir $work exists and was not made by this script; remove it or pass another one"
+            exit 1
+        fi
+    fi
+    mkdir -p "$work" || { echo "in-tree: FAIL cannot create $work"; exit 1; }
+    work=$(cd "$work" && pwd)
+    logs=$work/logs
+    mkdir -p "$logs" && touch "$work/$marker"
+}
+
+# ---------------------------------------------------------------------
+# packages
+# ---------------------------------------------------------------------
+# What the opal part of Open MPI needs to autogen, configure and build
+# with external hwloc, libevent and PMIx, plus dpkg-dev for apt-get source.
+packages=(dpkg-dev autoconf automake libtool flex perl make gcc pkg-config
+    libfabric-dev libhwloc-dev libevent-dev libpmix-dev)
+
+installed() {
+    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep 'install ok installed' >/dev/null
+}
+
+# Debian 12 keeps its sources in deb822 form
+# (/etc/apt/sources.list.d/debian.sources): "Types: deb" becomes
+# "Types: deb deb-src".  One-line sources.list entries get deb-src
+# twins in a file of their own.
+enable_deb_src() {
+    local f changed=0
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [[ -f $f ]] || continue
+        if grep -Eq '^Types:.*\bdeb\b' "$f" && grep -Eq '^Types:' "$f" &&
+            grep -E '^Types:' "$f" | grep -v 'deb-src' >/dev/null; then
+            sed -i -E '/^Types:/{/deb-src/!s/^Types:(.*)\bdeb\b/Types:\1deb deb-src/}' "$f"
+            echo "enabled deb-src in $f:"
+            grep -E '^Types:' "$f"
+            changed=1
+        fi
+    done
+    if [[ -f /etc/apt/sources.list ]] && grep -Eq '^deb\s' /etc/apt/sources.list &&
+        ! grep -Eq '^deb-src\s' /etc/apt/sources.list; then
+        sed -n -E 's/^deb(\s)/deb-src\1/p' /etc/apt/sources.list >/etc/apt/sources.list.d/btl-ofi-deb-src.list
+        echo "added /etc/apt/sources.list.d/btl-ofi-deb-src.list:"
+        cat /etc/apt/sources.list.d/btl-ofi-deb-src.list
+        changed=1
+    fi
+    ((changed)) || echo "deb-src already enabled"
+}
+
+phase_packages() {
+    if [[ $(id -u) -ne 0 ]]; then
+        local missing=() p
+        for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+        if ((${#missing[@]})); then
+            reason packages "not root, and these packages are missing: ${missing[*]}"
+            return 1
+        fi
+        echo "not root: relying on the installed packages and on deb-src being enabled"
+        return 0
+    fi
+    reason packages "could not enable deb-src / apt-get update / install ${packages[*]}"
+    enable_deb_src || return 1
+    apt-get update || return 1
+    apt-get install -y --no-install-recommends "${packages[@]}" || return 1
+    # git lists the repository's files for the copy; without it every
+    # file but build products is copied
+    installed git || apt-get install -y --no-install-recommends git || true
+}
+
+# ---------------------------------------------------------------------
+# fetch
+# ---------------------------------------------------------------------
+phase_fetch() {
+    reason fetch "apt-get source openmpi failed (deb-src enabled? network to the Debian mirror?)"
+    cd "$work" || return 1
+    apt-get source openmpi || return 1
+    local d
+    for d in "$work"/openmpi-*/; do
+        [[ -f $d/autogen.pl ]] && src=${d%/}
+    done
+    if [[ -z $src ]]; then
+        reason fetch "no openmpi-*/autogen.pl after apt-get source"
+        return 1
+    fi
+    echo "source tree: $src"
+    echo "version: $(sed -n 's/^\(major\|minor\|release\)=//p' "$src/VERSION" | paste -sd.)"
+    if ! grep -q '^major=4$' "$src/VERSION" || ! grep -q '^minor=1$' "$src/VERSION"; then
+        reason fetch "the fetched Open MPI is not 4.1 (see $src/VERSION)"
+        return 1
+    fi
+    if [[ -s $src/.pc/applied-patches ]]; then
+        echo "Debian patches applied:"
+        cat "$src/.pc/applied-patches"
+    else
+        reason fetch "Debian's patches are not applied in $src (no .pc/applied-patches)"
+        return 1
+    fi
+}
+
+# ---------------------------------------------------------------------
+# replace
+# ---------------------------------------------------------------------
+# repo_files: the repository's files, one per line, relative to it.
+repo_files() {
+    local list
+    # tracked files plus new files not (yet) added, less ignored ones
+    if list=$(git -C "$repo" ls-files --cached --others --exclude-standard 2>/dev/null) &&
+        [[ -n $list ]]; then
+        printf '%s\n' "$list"
+    else
+        # no git (or not a clone): everything but build products
+        (cd "$repo" && find . -path ./.git -prune -o -type f -print | sed 's|^\./||' |
+            grep -Ev '(^|/)(\.libs|\.deps|autom4te\.cache|_install|_build[^/]*|build[^/]*)/|^config/|\.(o|lo|la|lai|a|so)$|(^|/)Makefile$|^(Makefile\.in|configure|configure~|config\.log|config\.status|libtool|aclocal\.m4)$')
+    fi
+}
+
+phase_replace() {
+    local comp=$src/opal/mca/btl/ofi f n=0
+    reason replace "could not copy the repository into $comp"
+    rm -rf "$comp" && mkdir -p "$comp" || return 1
+    while IFS= read -r f; do
+        [[ -f $repo/$f ]] || continue # deleted in the work tree
+        mkdir -p "$comp/$(dirname "$f")" && cp -p "$repo/$f" "$comp/$f" || return 1
+        printf '%s\n' "$f" >>"$work/copied-files"
+        n=$((n + 1))
+    done < <(repo_files)
+    echo "copied $n files from $repo to $comp"
+    # checksums of what was copied, for the verify phase
+    (cd "$comp" && xargs -d '\n' sha256sum <"$work/copied-files") >"$work/copied-files.sha256" || return 1
+    for f in configure.m4 Makefile.am help-btl-ofi.txt btl_ofi_component.c; do
+        if [[ ! -f $comp/$f ]]; then
+            reason replace "$f is missing from the repository"
+            return 1
+        fi
+    done
+    ls -la "$comp"
+}
+
+# ---------------------------------------------------------------------
+# autogen, configure, build
+# ---------------------------------------------------------------------
+phase_autogen() {
+    reason autogen "Open MPI's autogen.pl failed"
+    cd "$src" || return 1
+    # --no-ompi --no-orte: only the opal project, which is where the
+    # component lives (autogen.pl reads configure.m4, not configure.ac)
+    ./autogen.pl --force --no-ompi --no-orte || return 1
+    if ! grep -q 'opal/mca/btl/ofi/configure.m4' config/autogen_found_items.m4; then
+        reason autogen "autogen.pl did not pick up opal/mca/btl/ofi/configure.m4"
+        return 1
+    fi
+    grep -n 'btl/ofi' config/autogen_found_items.m4
+}
+
+phase_configure() {
+    local pmix_dir
+    # Debian's libpmix-dev (PMIx 4) lives in /usr/lib/<multiarch>/pmix2
+    pmix_dir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/pmix2
+    reason configure "Open MPI's configure failed"
+    cd "$src" || return 1
+    ./configure --prefix="$work/install" \
+        --with-libfabric \
+        --with-hwloc=external --with-libevent=external --with-pmix="$pmix_dir" \
+        --disable-mpi-fortran --disable-oshmem \
+        --disable-dependency-tracking --enable-silent-rules || return 1
+    if ! grep -q '^checking if MCA component btl:ofi can compile\.\.\. yes' "$logs/configure.log"; then
+        reason configure "configure decided not to build btl:ofi (see 'MCA component btl:ofi' in $logs/configure.log)"
+        return 1
+    fi
+    grep -A3 -- '--- MCA component btl:ofi' "$logs/configure.log"
+    grep -E '^(btl_ofi|opal_ofi)_(CPPFLAGS|CFLAGS|LDFLAGS|LIBS)=' config.log || true
+}
+
+phase_build() {
+    reason build "make -C opal failed (look for 'error' in $logs/build.log)"
+    make -C "$src/opal" -j"$jobs" || return 1
+}
+
+# ---------------------------------------------------------------------
+# verify
+# ---------------------------------------------------------------------
+phase_verify() {
+    local comp=$src/opal/mca/btl/ofi so f
+    so=$comp/.libs/mca_btl_ofi.so
+
+    if [[ ! -f $so ]]; then
+        reason verify "$so was not built"
+        return 1
+    fi
+    echo "built: $so"
+
+    # the component directory still holds the files copied from the
+    # repository (nothing in Open MPI's autogen/configure/make replaced them)
+    if ! (cd "$comp" && sha256sum --quiet -c "$work/copied-files.sha256"); then
+        reason verify "files in $comp changed after they were copied from the repository"
+        return 1
+    fi
+    echo "the $(wc -l <"$work/copied-files") files copied from the repository are unchanged in $comp"
+    if ! grep -q 'MCA_BTL_OFI_HELP_DIR' "$comp/Makefile.in"; then
+        reason verify "$comp/Makefile.in was not generated from our Makefile.am"
+        return 1
+    fi
+
+    if ! nm -D --defined-only "$so" | grep -E ' [DBR] mca_btl_ofi_component$' >/dev/null; then
+        reason verify "$so does not export mca_btl_ofi_component"
+        return 1
+    fi
+    echo "exports mca_btl_ofi_component"
+    if ! strings "$so" | grep 'help-btl-ofi\.txt' >/dev/null; then
+        reason verify "$so does not mention help-btl-ofi.txt"
+        return 1
+    fi
+    echo "mentions help-btl-ofi.txt"
+    # MCA_BTL_OFI_HELP_DIR, passed by our Makefile.am, is opal's data dir
+    if ! strings "$so" | grep -x "$work/install/share/openmpi" >/dev/null; then
+        reason verify "$so does not hold MCA_BTL_OFI_HELP_DIR ($work/install/share/openmpi)"
+        return 1
+    fi
+    echo "holds MCA_BTL_OFI_HELP_DIR = $work/install/share/openmpi"
+
+    # every symbol resolves against the in-tree libopen-pal (what Open MPI
+    # has loaded when it opens a component)
+    reason verify "$so does not load on top of the in-tree libopen-pal (undefined symbols?)"
+    cat >"$work/dlcheck.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    if (argc != 3) return 2;
+    if (!dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL)) { printf("%s\n", dlerror()); return 1; }
+    void *h = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
+    if (!h) { printf("%s\n", dlerror()); return 1; }
+    if (!dlsym(h, "mca_btl_ofi_component")) { printf("%s\n", dlerror()); return 1; }
+    printf("dlopen(RTLD_NOW) of the component: ok\n");
+    return 0;
+}
+EOF
+    gcc -o "$work/dlcheck" "$work/dlcheck.c" -ldl || return 1
+    LD_LIBRARY_PATH=$src/opal/.libs "$work/dlcheck" "$src/opal/.libs/libopen-pal.so" "$so" || return 1
+
+    # installed as Open MPI installs its own components and help files
+    reason verify "make -C opal/mca/btl/ofi install failed or put files elsewhere"
+    make -C "$comp" install || return 1
+    local libdir datadir
+    libdir=$(sed -n 's/^opallibdir = //p' "$comp/Makefile")
+    datadir=$(sed -n 's/^opaldatadir = //p' "$comp/Makefile")
+    libdir=${libdir//\$\{libdir\}/$work/install/lib}
+    datadir=${datadir//\$\{datadir\}/$work/install/share}
+    echo "opallibdir: $libdir, opaldatadir: $datadir"
+    if [[ ! -f $libdir/mca_btl_ofi.so ]]; then
+        reason verify "make install did not put mca_btl_ofi.so into $libdir"
+        return 1
+    fi
+    if [[ ! -f $datadir/help-btl-ofi.txt ]]; then
+        reason verify "make install did not put help-btl-ofi.txt into $datadir"
+        return 1
+    fi
+    echo "installed: $libdir/mca_btl_ofi.so $datadir/help-btl-ofi.txt"
+
+    # for information only: does an installed Open MPI's ompi_info open it?
+    if command -v ompi_info >/dev/null 2>&1; then
+        OMPI_MCA_mca_base_component_path=$libdir ompi_info 2>&1 |
+            grep 'MCA btl: ofi' || echo "(info) the installed ompi_info does not list it"
+    fi
+    return 0
+}
+
+# Sourcing this file (for testing) only defines the functions.
+if [[ ${BASH_SOURCE[0]} != "$0" ]]; then
+    return 0
+fi
+
+setup_workdir
+echo "in-tree: repository $repo, work dir $work, make -j$jobs"
+run_phase packages phase_packages
+run_phase fetch phase_fetch
+# phase_fetch ran in this shell, so src is set here
+run_phase replace phase_replace
+run_phase autogen phase_autogen
+run_phase configure phase_configure
+run_phase build phase_build
+run_phase verify phase_verify
+print_times
+echo "in-tree: PASS"
+exit 0
