@@ -229,6 +229,15 @@ typedef struct mca_btl_ofi_component_t {
 OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
 extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
 
+/* Provider defects we work around, found by testing libfabric 1.17. */
+enum {
+    /* fetching and compare atomics crash the provider (issue #11814) */
+    MCA_BTL_OFI_QUIRK_FETCH_ATOMICS = 0x1,
+    /* injected messages are lost once many are unacknowledged */
+    MCA_BTL_OFI_QUIRK_INJECT = 0x2,
+};
+uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
+
 /* component */
 int mca_btl_ofi_component_progress(void);
 int mca_btl_ofi_select_info(struct fi_info **info_out);
@@ -245,7 +254,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
 
 /* atomics */
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
-bool mca_btl_ofi_atomics_broken(const char *prov_name);
+
 void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,

@@ -64,15 +64,6 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
     return mca_btl_ofi_query(domain, dt, fop, 0) && mca_btl_ofi_query(domain, dt, fop, FI_FETCH_ATOMIC);
 }
 
-/* Providers whose fetching atomics cannot be used as they are: in
- * libfabric 1.17, udp;ofi_rxd crashes in fi_cq_read once a fetching or
- * compare atomic is answered (libfabric issue #11814; plain writes,
- * reads and non-fetching atomics work). */
-bool mca_btl_ofi_atomics_broken(const char *prov_name)
-{
-    return NULL != strstr(prov_name, "ofi_rxd");
-}
-
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
 {
     uint32_t supported = 0;

@@ -265,6 +265,20 @@ static int mca_btl_ofi_component_close(void)
 
 /* --------------------------------------------------------------- checking */
 
+/*
+ * udp;ofi_rxd in libfabric 1.17: fetching and compare atomics crash in
+ * fi_cq_read once answered (libfabric issue #11814), and a flood of
+ * fi_inject messages (over about a thousand unacknowledged) is lost for
+ * good, hanging the receiver; fi_send of the same messages works.
+ */
+uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
+{
+    if (NULL != strstr(prov_name, "ofi_rxd")) {
+        return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT;
+    }
+    return 0;
+}
+
 /* Bring every numeric parameter into range, saying so once for each. */
 static void mca_btl_ofi_check_params(void)
 {
@@ -514,7 +528,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         }
         /* messages carry two-sided traffic and emulated atomics */
         extra = (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode || 1 == c->emulate_atomics
-                 || (0 > c->emulate_atomics && mca_btl_ofi_atomics_broken(prov)))
+                 || (0 > c->emulate_atomics
+                     && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS)))
                     ? FI_MSG
                     : 0;
         mine = mca_btl_ofi_pick(twin, extra);

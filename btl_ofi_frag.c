@@ -320,18 +320,42 @@ void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len)
 {
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_frag_t *frag = NULL;
     ssize_t rc;
 
+    if (OPAL_UNLIKELY(len > module->inject_size)) {
+        /* too big to inject, or injection not trusted: send a copy */
+        frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
+        if (NULL == frag) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        memcpy(frag->hdr, msg, len);
+        frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        frag->endpoint = endpoint;
+        frag->context = context;
+        (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    }
+
     OPAL_THREAD_LOCK(&context->lock);
-    rc = fi_inject(context->tx, msg, len, endpoint->addrs[context->index]);
+    if (NULL == frag) {
+        rc = fi_inject(context->tx, msg, len, endpoint->addrs[context->index]);
+    } else {
+        rc = fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
+                     &frag->op.ofi_ctx);
+    }
     OPAL_THREAD_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
+    if (NULL != frag) {
+        (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+        opal_free_list_return(&module->frags, &frag->base.super);
+    }
     if (-FI_EAGAIN == rc) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    MCA_BTL_OFI_REPORT("fi_inject", rc);
+    MCA_BTL_OFI_REPORT(NULL == frag ? "fi_inject" : "fi_send", rc);
     return OPAL_ERROR;
 }
 

@@ -335,6 +335,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
     mca_rcache_base_resources_t resources;
     size_t max_ctx;
+    uint32_t quirks = mca_btl_ofi_provider_quirks(info->fabric_attr->prov_name);
     bool use_sep, two_sided;
     int count, rc;
 
@@ -348,7 +349,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     /* atomics as messages where the provider's own cannot be trusted */
     module->amo_emulated = 1 == component->emulate_atomics
                            || (0 > component->emulate_atomics
-                               && mca_btl_ofi_atomics_broken(info->fabric_attr->prov_name));
+                               && (quirks & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS));
     two_sided = MCA_BTL_OFI_MODE_ONE_SIDED != component->mode && (info->caps & FI_MSG);
     module->messaging = module->amo_emulated || two_sided;
     module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
@@ -360,14 +361,12 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
             module->msg_size = sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size;
         }
     }
-    module->inject_size = info->tx_attr->inject_size;
-    if (module->amo_emulated
-        && (!(info->caps & FI_MSG) || module->inject_size < sizeof(mca_btl_ofi_amo_req_t))) {
+    /* 0: every message goes by fi_send from a descriptor */
+    module->inject_size = (quirks & MCA_BTL_OFI_QUIRK_INJECT) ? 0 : info->tx_attr->inject_size;
+    if (module->amo_emulated && !(info->caps & FI_MSG)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "provider %s domain %s: refused, emulated atomics need FI_MSG and an "
-                            "inject size of at least %zu bytes",
-                            info->fabric_attr->prov_name, info->domain_attr->name,
-                            module->msg_size);
+                            "provider %s domain %s: refused, emulated atomics need FI_MSG",
+                            info->fabric_attr->prov_name, info->domain_attr->name);
         rc = OPAL_ERR_NOT_SUPPORTED;
         goto err_release_quiet;
     }
@@ -418,11 +417,14 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
         goto err_release;
     }
 
-    if (two_sided) {
+    if (module->messaging) {
+        /* descriptors for pml sends and for messages that cannot be injected */
         rc = mca_btl_ofi_frags_init(module);
         if (OPAL_SUCCESS != rc) {
             goto err_release;
         }
+    }
+    if (two_sided) {
         module->super.btl_flags |= MCA_BTL_FLAGS_SEND;
         module->super.btl_alloc = mca_btl_ofi_alloc;
         module->super.btl_free = mca_btl_ofi_free;
