@@ -226,6 +226,10 @@ static int mca_btl_ofi_component_register(void)
                             offsetof(mca_btl_ofi_counters_t, put_bytes));
     mca_btl_ofi_reg_counter("get_bytes", "Bytes read by get operations",
                             offsetof(mca_btl_ofi_counters_t, get_bytes));
+    mca_btl_ofi_reg_counter("send_count", "Two-sided messages sent by this process",
+                            offsetof(mca_btl_ofi_counters_t, send_count));
+    mca_btl_ofi_reg_counter("send_bytes", "Bytes of two-sided messages sent, headers included",
+                            offsetof(mca_btl_ofi_counters_t, send_bytes));
 
     /* latency, bandwidth, limits and flags: the base BTL parameters */
     return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_ofi_module_template.super);
