@@ -34,7 +34,9 @@ logdir=${BTL_OFI_LOG_DIR:-$here/logs}
 tmo=${BTL_OFI_BADINPUT_TIMEOUT:-120}
 ofirun=$repo/scripts/ofirun
 
-# A provider that is always there on Linux, for the cases where btl/ofi must run.
+# A provider that is always there on Linux, for the cases where btl/ofi must
+# run (plain endpoints); the contexts case is repeated with sockets, whose
+# contexts live on a scalable endpoint.
 good=shm
 
 # ------------------------------------------------------------------
@@ -49,6 +51,7 @@ cases=(
     "contexts_0|--mca btl_ofi_provider_include $good --mca btl_ofi_num_contexts_per_module 0|btl_ofi_num_contexts_per_module|run:$good"
     "contexts_-1|--mca btl_ofi_provider_include $good --mca btl_ofi_num_contexts_per_module -1|btl_ofi_num_contexts_per_module|run:$good"
     "contexts_100000|--mca btl_ofi_provider_include $good --mca btl_ofi_num_contexts_per_module 100000|btl_ofi_num_contexts_per_module|run:$good"
+    "contexts_100000_sockets|--mca btl_ofi_provider_include sockets --mca btl_ofi_num_contexts_per_module 100000|btl_ofi_num_contexts_per_module|run:sockets"
     "provider_udp_lacks_rma|--mca btl_ofi_provider_include udp|udp;FI_RMA|FI_ATOMIC|not available|unavailable|aside"
     "provider_tcp_alone|--mca btl_ofi_provider_include tcp|tcp;FI_RMA|FI_ATOMIC|not available|unavailable|aside"
 )
