@@ -424,8 +424,9 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
             goto err_release;
         }
     }
-    if (two_sided) {
-        module->super.btl_flags |= MCA_BTL_FLAGS_SEND;
+    if (!two_sided) {
+        module->super.btl_flags &= ~MCA_BTL_FLAGS_SEND;
+    } else {
         module->super.btl_alloc = mca_btl_ofi_alloc;
         module->super.btl_free = mca_btl_ofi_free;
         module->super.btl_prepare_src = mca_btl_ofi_prepare_src;
@@ -491,8 +492,17 @@ mca_btl_ofi_module_t mca_btl_ofi_module_template = {
         .btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT,
         .btl_latency = 10,
         .btl_bandwidth = 10000,
-        .btl_flags = MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS
-                     | MCA_BTL_FLAGS_RDMA_FLUSH,
+        /* send is dropped at init where two-sided traffic is off */
+        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
+                     | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_FLUSH,
+        /* what this component can carry; narrowed at init to what the
+         * provider confirms */
+        .btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
+                            | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR
+                            | MCA_BTL_ATOMIC_SUPPORTS_LAND | MCA_BTL_ATOMIC_SUPPORTS_LOR
+                            | MCA_BTL_ATOMIC_SUPPORTS_LXOR | MCA_BTL_ATOMIC_SUPPORTS_SWAP
+                            | MCA_BTL_ATOMIC_SUPPORTS_MIN | MCA_BTL_ATOMIC_SUPPORTS_MAX
+                            | MCA_BTL_ATOMIC_SUPPORTS_CSWAP | MCA_BTL_ATOMIC_SUPPORTS_32BIT,
         /* two-sided limits (btl_ofi_mode 1 and 2): messages up to the eager
          * limit go in one send; larger ones use ob1's rendezvous over our
          * put/get, or its copy pipeline in max_send_size pieces */
