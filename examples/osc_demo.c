@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     const int iters = 1000;
     int rank, size, provided, peer, i, errors = 0;
     char provider[256] = "?", version[64] = "?";
-    unsigned char *win_mem, *src;
+    unsigned char *win_mem, *src, got[8];
     int64_t *counter_mem, one = 1, fetched;
     MPI_Win win, cwin;
     MPI_T_pvar_session session;
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     lat_put = (MPI_Wtime() - t) / iters * 1e6;
     t = MPI_Wtime();
     for (i = 0; i < iters; ++i) {
-        MPI_Get(win_mem + max - 8, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win);
+        MPI_Get(got, 8, MPI_BYTE, peer, 0, 8, MPI_BYTE, win);
         MPI_Win_flush(peer, win);
     }
     lat_get = (MPI_Wtime() - t) / iters * 1e6;
