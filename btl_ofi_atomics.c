@@ -103,6 +103,13 @@ void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
         }
     }
 advertise:
+    /* MIN and MAX compare as signed integers here, but osc/rdma 4.1 also
+     * issues them for unsigned MPI types (the BTL interface cannot say
+     * which), giving wrong MPI results for values with the top bit set.
+     * Refused, osc/rdma falls back to an exact get-op-put under its
+     * accumulate lock. */
+    module->atomic_ok[MCA_BTL_ATOMIC_MIN] = module->atomic_ok[MCA_BTL_ATOMIC_MAX] = 0;
+    supported &= ~(MCA_BTL_ATOMIC_SUPPORTS_MIN | MCA_BTL_ATOMIC_SUPPORTS_MAX);
     if (supported && all32) {
         supported |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
     }
@@ -147,9 +154,9 @@ static inline void mca_btl_ofi_store_operand(uint64_t *slot, uint64_t value, int
 static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t old,
                                          uint64_t operand, bool narrow)
 {
-    int64_t sold = narrow ? (int64_t) (int32_t) old : (int64_t) old;
-    int64_t sopd = narrow ? (int64_t) (int32_t) operand : (int64_t) operand;
-
+    if (narrow) {
+        operand &= UINT32_MAX; /* only the low half is the 32-bit operand */
+    }
     switch (op) {
     case MCA_BTL_ATOMIC_ADD:
         return old + operand;
@@ -167,10 +174,6 @@ static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t o
         return (0 != old) != (0 != operand);
     case MCA_BTL_ATOMIC_SWAP:
         return operand;
-    case MCA_BTL_ATOMIC_MIN:
-        return (uint64_t) (sopd < sold ? sopd : sold);
-    case MCA_BTL_ATOMIC_MAX:
-        return (uint64_t) (sopd > sold ? sopd : sold);
     default:
         return old;
     }
