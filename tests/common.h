@@ -41,8 +41,10 @@ TC_FN void tc_vfail(const char *file, int line, const char *fmt, va_list ap)
 {
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    fprintf(stderr, "FAIL [rank %d] %s:%d: %s\n", tc_rank, file, line, msg);
-    fflush(stderr);
+    /* on stdout, in order with the progress lines (mpirun may interleave
+     * its forwarding of stdout and stderr anywhere in a line) */
+    fflush(stdout);
+    printf("\nFAIL [rank %d] %s:%d: %s\n", tc_rank, file, line, msg);
     fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, 3);
     exit(3); /* not reached */

@@ -193,7 +193,9 @@ run_mpi_test() { # prov np test
     if ((rc == 124 || rc == 137)); then
         fail "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
     elif ((rc != 0)); then
-        fail "$label" $secs "exit code $rc" "$log"
+        local what
+        what=$(grep -m1 -o 'FAIL \[rank .*' "$log" | cut -c1-400)
+        fail "$label" $secs "exit code $rc${what:+: $what}" "$log"
     elif ! grep -qx "OK $t" "$log"; then
         fail "$label" $secs "exit code 0 but no 'OK $t' line" "$log"
     else
