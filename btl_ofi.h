@@ -32,6 +32,7 @@
 #include "opal/mca/rcache/base/base.h"
 #include "opal/mca/rcache/rcache.h"
 #include "opal/threads/mutex.h"
+#include "opal/threads/threads.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -196,6 +197,10 @@ typedef struct mca_btl_ofi_module_t {
     opal_free_list_t frags; /* two-sided send descriptors */
     mca_btl_base_module_error_cb_fn_t error_cb;
     bool initialized;
+    /* background progress for manual-progress providers (btl_ofi_progress_thread) */
+    opal_thread_t progress_thread;
+    volatile int32_t progress_stop;
+    bool progress_running;
     /* finalize is draining: the layers above are gone (their code may
      * already be unloaded), so completions are reaped without callbacks */
     bool closing;
@@ -219,8 +224,12 @@ typedef struct mca_btl_ofi_component_t {
     char *version;
     int selected_provider_index;
 
+    bool progress_thread;
+    int progress_thread_interval; /* microseconds between passes */
+
     int output;
     bool enable_mpi_threads;
+    bool locking; /* see MCA_BTL_OFI_LOCK */
 
     int num_modules;
     mca_btl_ofi_module_t *modules[1];
@@ -246,6 +255,10 @@ int mca_btl_ofi_select_info(struct fi_info **info_out);
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info);
 int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
+
+/* context: the optional progress thread */
+int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module);
+void mca_btl_ofi_progress_thread_stop(mca_btl_ofi_module_t *module);
 
 /* endpoint */
 int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
@@ -273,6 +286,25 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
                        mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
                        uint64_t value, int flags, int order,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+
+/* Locks of contexts and of the module's tables: real when several threads
+ * may enter the component (MPI_THREAD_MULTIPLE, or our progress thread),
+ * free otherwise. Unlike OPAL_THREAD_LOCK they do not depend on
+ * opal_using_threads() alone, which our own progress thread does not set. */
+#define MCA_BTL_OFI_LOCK(m)                        \
+    do {                                           \
+        if (mca_btl_ofi_component.locking) {       \
+            opal_mutex_lock(m);                    \
+        }                                          \
+    } while (0)
+#define MCA_BTL_OFI_UNLOCK(m)                      \
+    do {                                           \
+        if (mca_btl_ofi_component.locking) {       \
+            opal_mutex_unlock(m);                  \
+        }                                          \
+    } while (0)
+/* 0 when the lock was taken (or locking is off), as opal_mutex_trylock */
+#define MCA_BTL_OFI_TRYLOCK(m) (mca_btl_ofi_component.locking ? opal_mutex_trylock(m) : 0)
 
 /** Report a failed libfabric call once, with its name and fi_strerror. */
 #define MCA_BTL_OFI_REPORT(call, rc)                                                     \

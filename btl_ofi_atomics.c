@@ -236,9 +236,9 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_a
     if (NULL != result) {
         mca_btl_ofi_store_result(result, old, narrow);
     }
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     context->counters.atomic_count++;
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
     return 1;
 }
 
@@ -293,9 +293,9 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
         }
         return rc;
     }
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     context->counters.atomic_count++;
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
     return OPAL_SUCCESS;
 }
 
@@ -313,14 +313,14 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
         return;
     }
-    OPAL_THREAD_LOCK(&module->lock);
+    MCA_BTL_OFI_LOCK(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->origin,
                                             (void **) &origin);
     (void) opal_hash_table_get_value_uint64(&module->regs_by_key, req->key, (void **) &reg);
     if (NULL != origin) {
         OBJ_RETAIN(origin);
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
     if (NULL == origin) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped an atomic request from a process we do not know");
@@ -404,7 +404,7 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
                          mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
                          mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
@@ -413,7 +413,7 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_fetch_atomic");
 }
@@ -449,7 +449,7 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
                    mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                    remote_handle->key, mca_btl_ofi_datatype(op, flags),
@@ -457,7 +457,7 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_atomic");
 }
@@ -498,7 +498,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
     mca_btl_ofi_store_operand(&comp->operand[1], compare, flags);
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
                            local_address, mca_btl_ofi_local_desc(local_handle),
                            endpoint->addrs[context->index],
@@ -509,7 +509,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_compare_atomic");
 }

@@ -188,6 +188,23 @@ static int mca_btl_ofi_component_register(void)
                                &c->progress_mode, OPAL_INFO_LVL_5, progress_enum);
     OBJ_RELEASE(progress_enum);
 
+    c->progress_thread = false;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "progress_thread",
+        "Start a background thread that drives the provider's data progress when it is manual "
+        "(shm, tcp;ofi_rxm, udp;ofi_rxd), so that one-sided operations aimed at this process "
+        "complete while it computes outside MPI. Costs a little CPU (see "
+        "btl_ofi_progress_thread_interval) and turns the component's locks on",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->progress_thread);
+
+    c->progress_thread_interval = 200;
+    (void) mca_btl_ofi_reg_int("progress_thread_interval",
+                               "Microseconds the progress thread sleeps between two passes over "
+                               "the completion queues (1 to 1000000): lower reacts faster, "
+                               "higher costs less CPU",
+                               &c->progress_thread_interval, OPAL_INFO_LVL_5, NULL);
+
     c->verbose = 0;
     (void) mca_btl_ofi_reg_int("verbose",
                                "Verbosity of this component's own output stream: 1 errors and "
@@ -306,10 +323,17 @@ static void mca_btl_ofi_check_params(void)
                        "btl_ofi_progress_threshold", c->progress_threshold, "at least 1", 64);
         c->progress_threshold = 64;
     }
-    if (c->rd_num < 1) {
+    if (c->rd_num < 1 || c->rd_num > 4096) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_rd_num", c->rd_num,
-                       "at least 1", 8);
+                       "from 1 to 4096", 8);
         c->rd_num = 8;
+    }
+    if (c->progress_thread_interval < 1 || c->progress_thread_interval > 1000000) {
+        int use = c->progress_thread_interval < 1 ? 1 : 1000000;
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
+                       "btl_ofi_progress_thread_interval", c->progress_thread_interval,
+                       "from 1 to 1000000 (microseconds)", use);
+        c->progress_thread_interval = use;
     }
     if (c->mode < MCA_BTL_OFI_MODE_ONE_SIDED || c->mode > MCA_BTL_OFI_MODE_FULL) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_mode", c->mode,
@@ -380,7 +404,7 @@ static struct fi_info *mca_btl_ofi_hints(bool delivery_complete)
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-    hints->domain_attr->threading = c->enable_mpi_threads ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
+    hints->domain_attr->threading = c->locking ? FI_THREAD_SAFE : FI_THREAD_DOMAIN;
     if (MCA_BTL_OFI_PROGRESS_DEFAULT != c->progress_mode) {
         hints->domain_attr->data_progress = (enum fi_progress) c->progress_mode;
     }
@@ -484,6 +508,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     *num_btl_modules = 0;
     c->enable_mpi_threads = enable_mpi_threads;
     mca_btl_ofi_check_params();
+    c->locking = enable_mpi_threads || c->progress_thread;
     include = opal_argv_split(c->provider_include, ',');
     exclude = opal_argv_split(c->provider_exclude, ',');
 

@@ -277,14 +277,14 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     int batch = mca_btl_ofi_component.num_cq_read;
 
     /* another thread is draining this context: nothing to add */
-    if (0 != OPAL_THREAD_TRYLOCK(&context->lock)) {
+    if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
         return 0;
     }
     count = fi_cq_read(context->cq, entries, batch);
     if (OPAL_UNLIKELY(-FI_EAVAIL == count)) {
         memset(&err, 0, sizeof(err));
         count = fi_cq_readerr(context->cq, &err, 0);
-        OPAL_THREAD_UNLOCK(&context->lock);
+        MCA_BTL_OFI_UNLOCK(&context->lock);
         if (count < 0) {
             MCA_BTL_OFI_REPORT("fi_cq_readerr", count);
             return 0;
@@ -295,7 +295,7 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         }
         return 1;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
@@ -309,4 +309,77 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         return 0;
     }
     return count > 0 ? (int) count : 0;
+}
+
+/* ---------------------------------------------------------- progress thread */
+
+/*
+ * The progress thread only drives the provider: a zero-count fi_cq_read
+ * runs the provider's progress engine (answering peers' RMA and atomics
+ * aimed at this process, moving its protocol along) and leaves every
+ * completion queued for the thread that calls the component's progress
+ * callback, because the layers above (ob1, osc/rdma) expect their
+ * callbacks on an MPI thread. The providers here signal no wait object on
+ * traffic that produces no local completion (a peer's put), so the thread
+ * cannot block until "something happened": it sleeps
+ * btl_ofi_progress_thread_interval microseconds between passes.
+ */
+static void *mca_btl_ofi_progress_thread_main(opal_object_t *object)
+{
+    opal_thread_t *thread = (opal_thread_t *) object;
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) thread->t_arg;
+    long usec = mca_btl_ofi_component.progress_thread_interval;
+    struct timespec pause = {.tv_sec = usec / 1000000, .tv_nsec = (usec % 1000000) * 1000};
+
+    while (0 == module->progress_stop) {
+        for (int i = 0; i < module->num_contexts; ++i) {
+            mca_btl_ofi_context_t *context = module->contexts + i;
+            /* a context another thread is draining is progressing already */
+            if (0 == opal_mutex_trylock(&context->lock)) {
+                (void) fi_cq_read(context->cq, NULL, 0);
+                opal_mutex_unlock(&context->lock);
+            }
+        }
+        (void) nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
+int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
+{
+    int rc;
+
+    if (FI_PROGRESS_MANUAL != module->info->domain_attr->data_progress) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "progress thread not started: provider %s progresses data itself",
+                            module->info->fabric_attr->prov_name);
+        return OPAL_SUCCESS;
+    }
+    OBJ_CONSTRUCT(&module->progress_thread, opal_thread_t);
+    module->progress_thread.t_run = mca_btl_ofi_progress_thread_main;
+    module->progress_thread.t_arg = module;
+    module->progress_stop = 0;
+    rc = opal_thread_start(&module->progress_thread);
+    if (OPAL_SUCCESS != rc) {
+        OBJ_DESTRUCT(&module->progress_thread);
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "progress thread", true, opal_process_info.nodename,
+                       rc);
+        return rc;
+    }
+    module->progress_running = true;
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                        "progress thread started: a pass every %d microseconds",
+                        mca_btl_ofi_component.progress_thread_interval);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_progress_thread_stop(mca_btl_ofi_module_t *module)
+{
+    if (!module->progress_running) {
+        return;
+    }
+    (void) opal_atomic_swap_32(&module->progress_stop, 1);
+    (void) opal_thread_join(&module->progress_thread, NULL);
+    OBJ_DESTRUCT(&module->progress_thread);
+    module->progress_running = false;
 }

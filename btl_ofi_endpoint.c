@@ -42,17 +42,26 @@ static int mca_btl_ofi_getname(struct fid *fid, uint8_t *buf, size_t *len)
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
 {
     int num_addrs = (NULL != module->sep) ? 1 : module->num_contexts;
-    struct fid *first = (NULL != module->sep) ? &module->sep->fid : &module->contexts[0].ep->fid;
     mca_btl_ofi_modex_t *blob;
     size_t addr_len = 0, blob_size, len;
     uint8_t probe[1];
     int rc, i;
 
-    /* ask for the address size first: -FI_ETOOSMALL reports it */
-    rc = fi_getname(first, probe, &addr_len);
-    if (0 != rc && -FI_ETOOSMALL != rc) {
-        MCA_BTL_OFI_REPORT("fi_getname", rc);
-        return OPAL_ERROR;
+    /* ask every endpoint for its address size (-FI_ETOOSMALL reports it):
+     * some providers' names are strings whose length grows with the
+     * endpoint's index (shm), so the stride is the longest one and shorter
+     * names are zero-padded */
+    for (i = 0; i < num_addrs; ++i) {
+        struct fid *fid = (NULL != module->sep) ? &module->sep->fid : &module->contexts[i].ep->fid;
+        len = 0;
+        rc = fi_getname(fid, probe, &len);
+        if (0 != rc && -FI_ETOOSMALL != rc) {
+            MCA_BTL_OFI_REPORT("fi_getname", rc);
+            return OPAL_ERROR;
+        }
+        if (len > addr_len) {
+            addr_len = len;
+        }
     }
 
     blob_size = sizeof(*blob) + (size_t) num_addrs * addr_len;
@@ -133,11 +142,17 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
         goto out_release_endpoint;
     }
 
-    inserted = fi_av_insert(module->av, blob->addrs, blob->num_addrs, peer, 0, NULL);
-    if (inserted != blob->num_addrs) {
-        MCA_BTL_OFI_REPORT("fi_av_insert", inserted < 0 ? inserted : -FI_EADDRNOTAVAIL);
-        rc = OPAL_ERR_UNREACH;
-        goto out_release_endpoint;
+    /* one address at a time: the blob's stride is the longest name, and
+     * providers with string names walk a multi-address insert by string
+     * length, not by our stride */
+    for (i = 0; i < blob->num_addrs; ++i) {
+        inserted = fi_av_insert(module->av, blob->addrs + (size_t) i * blob->addr_len, 1,
+                                &peer[i], 0, NULL);
+        if (1 != inserted) {
+            MCA_BTL_OFI_REPORT("fi_av_insert", inserted < 0 ? inserted : -FI_EADDRNOTAVAIL);
+            rc = OPAL_ERR_UNREACH;
+            goto out_release_endpoint;
+        }
     }
 
     /* spread local contexts over the peer's contexts */

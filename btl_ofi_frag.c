@@ -120,14 +120,14 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
                  &frag->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
         context->counters.send_bytes += len;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
@@ -177,13 +177,13 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     }
 
     context = mca_btl_ofi_context_get(module);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
         context->counters.send_bytes += len;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
@@ -244,10 +244,10 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
     mca_btl_ofi_context_t *context = rdesc->context;
     ssize_t rc;
 
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_recv(context->rx, rdesc->buf, context->module->msg_size, NULL, FI_ADDR_UNSPEC,
                  &rdesc->op.ofi_ctx);
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
     if (0 != rc) {
         MCA_BTL_OFI_REPORT("fi_recv", rc);
         return OPAL_ERROR;
@@ -337,14 +337,14 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     }
 
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     if (NULL == frag) {
         rc = fi_inject(context->tx, msg, len, endpoint->addrs[context->index]);
     } else {
         rc = fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
                      &frag->op.ofi_ctx);
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
@@ -378,9 +378,9 @@ void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
     pending->endpoint = endpoint;
     pending->len = len;
     memcpy(pending->msg.bytes, msg, len);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     opal_list_append(&context->pending, &pending->super);
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 }
 
 void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context)
@@ -388,21 +388,21 @@ void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context)
     mca_btl_ofi_pending_t *pending;
 
     while (true) {
-        OPAL_THREAD_LOCK(&context->lock);
+        MCA_BTL_OFI_LOCK(&context->lock);
         pending = (mca_btl_ofi_pending_t *) opal_list_get_first(&context->pending);
         if (pending == (mca_btl_ofi_pending_t *) opal_list_get_end(&context->pending)) {
-            OPAL_THREAD_UNLOCK(&context->lock);
+            MCA_BTL_OFI_UNLOCK(&context->lock);
             return;
         }
-        OPAL_THREAD_UNLOCK(&context->lock);
+        MCA_BTL_OFI_UNLOCK(&context->lock);
         if (OPAL_ERR_OUT_OF_RESOURCE
             == mca_btl_ofi_msg_inject(context, pending->endpoint, pending->msg.bytes,
                                       pending->len)) {
             return;
         }
-        OPAL_THREAD_LOCK(&context->lock);
+        MCA_BTL_OFI_LOCK(&context->lock);
         opal_list_remove_item(&context->pending, &pending->super);
-        OPAL_THREAD_UNLOCK(&context->lock);
+        MCA_BTL_OFI_UNLOCK(&context->lock);
         OBJ_RELEASE(pending->endpoint);
         OBJ_RELEASE(pending);
     }

@@ -48,7 +48,7 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     int rc = OPAL_SUCCESS;
 
-    OPAL_THREAD_LOCK(&module->lock);
+    MCA_BTL_OFI_LOCK(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_ofi_endpoint_t *endpoint = NULL;
         uint64_t key = (uint64_t) (uintptr_t) procs[i];
@@ -74,7 +74,7 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
             opal_bitmap_set_bit(reachable, (int) i);
         }
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
     return rc;
 }
 
@@ -83,7 +83,7 @@ static int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs,
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
-    OPAL_THREAD_LOCK(&module->lock);
+    MCA_BTL_OFI_LOCK(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
         mca_btl_ofi_endpoint_t *endpoint = NULL;
         uint64_t key = (uint64_t) (uintptr_t) procs[i];
@@ -101,7 +101,7 @@ static int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs,
             peers[i] = NULL;
         }
     }
-    OPAL_THREAD_UNLOCK(&module->lock);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
     return OPAL_SUCCESS;
 }
 
@@ -151,9 +151,9 @@ static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
     reg->desc = fi_mr_desc(reg->mr);
     reg->handle.key = fi_mr_key(reg->mr);
     reg->handle.base = (uint64_t) (uintptr_t) base;
-    OPAL_THREAD_LOCK(&module->lock);
+    MCA_BTL_OFI_LOCK(&module->lock);
     opal_hash_table_set_value_uint64(&module->regs_by_key, reg->handle.key, reg);
-    OPAL_THREAD_UNLOCK(&module->lock);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
     return OPAL_SUCCESS;
 }
 
@@ -163,9 +163,9 @@ static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registr
     mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rreg;
 
     if (NULL != reg->mr) {
-        OPAL_THREAD_LOCK(&module->lock);
+        MCA_BTL_OFI_LOCK(&module->lock);
         opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
-        OPAL_THREAD_UNLOCK(&module->lock);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
         int rc = fi_close(&reg->mr->fid);
         reg->mr = NULL;
         if (0 != rc) {
@@ -240,6 +240,7 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
 {
     opal_list_item_t *item;
 
+    mca_btl_ofi_progress_thread_stop(module);
     while (NULL != (item = opal_list_remove_first(&module->endpoints))) {
         OBJ_RELEASE(item);
     }
@@ -463,6 +464,12 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     rc = mca_btl_ofi_modex_send(module);
     if (OPAL_SUCCESS != rc) {
         goto err_release;
+    }
+    if (mca_btl_ofi_component.progress_thread) {
+        rc = mca_btl_ofi_progress_thread_start(module);
+        if (OPAL_SUCCESS != rc) {
+            goto err_release;
+        }
     }
 
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,

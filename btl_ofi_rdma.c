@@ -57,7 +57,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     }
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_write(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
                   endpoint->addrs[context->index],
                   mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
@@ -66,7 +66,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
         context->counters.put_count++;
         context->counters.put_bytes += size;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_write");
 }
@@ -92,7 +92,7 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     }
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
-    OPAL_THREAD_LOCK(&context->lock);
+    MCA_BTL_OFI_LOCK(&context->lock);
     rc = fi_read(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
                  endpoint->addrs[context->index],
                  mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
@@ -101,7 +101,7 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
         context->counters.get_count++;
         context->counters.get_bytes += size;
     }
-    OPAL_THREAD_UNLOCK(&context->lock);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_read");
 }
