@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The phase functions are only called through run_phase:
-# shellcheck disable=SC2317
+# The phase functions are only called through run_phase; apt-get
+# indextargets formats are $(FIELD) in single quotes:
+# shellcheck disable=SC2317,SC2016
 #
 # check-in-tree.sh: build this component inside Debian's Open MPI 4.1
 # source tree, as opal/mca/btl/ofi, the way Open MPI builds its own.
@@ -8,15 +9,19 @@
 #   scripts/check-in-tree.sh [WORKDIR]        (default: /tmp/ompi-intree)
 #
 # Phases (each one timed; logs in WORKDIR/logs/):
-#   packages   enable deb-src in apt's sources, apt-get install the tools
-#              and libraries the opal build needs (as root)
+#   packages   make Debian's source packages known to apt (adds a deb-src
+#              entry of its own when none is configured, whatever the
+#              format of apt's sources), apt-get install the tools and
+#              libraries the opal build needs (as root)
 #   fetch      apt-get source openmpi (Debian's patches get applied)
 #   replace    opal/mca/btl/ofi := this repository's files (tracked plus
 #              untracked-but-not-ignored, as in the work tree)
 #   autogen    ./autogen.pl --force --no-ompi --no-orte (opal only,
-#              without the bundled libevent and PMIx)
+#              without the bundled hwloc, libevent and PMIx)
 #   configure  ./configure --with-libfabric, external hwloc/libevent/pmix
-#   build      make -C opal (libopen-pal and opal's components, ours too)
+#   build      make -C opal: libopen-pal with everything in it, then of
+#              the loadable components only ours (all of them with
+#              BTL_OFI_INTREE_FULL=1)
 #   verify     the DSO exists, is built from our sources, its symbols
 #              resolve against the in-tree libopen-pal, and
 #              `make install` puts it and help-btl-ofi.txt where Open MPI
@@ -26,7 +31,8 @@
 # exits 1.  Nothing is cached: WORKDIR is emptied first (only if it is
 # empty or was made by this script).
 #
-# Environment: BTL_OFI_JOBS (make -j, default: nproc).
+# Environment: BTL_OFI_JOBS (make -j, default: nproc);
+# BTL_OFI_INTREE_FULL=1 builds every loadable component of opal too.
 
 set -uo pipefail
 
@@ -43,13 +49,20 @@ t_start=$SECONDS
 export DEBIAN_FRONTEND=noninteractive
 export LC_ALL=C
 
+# cpu_ticks: CPU time (user + system, in clock ticks) of this shell's
+# finished children, i.e. of everything the phases ran so far.
+clk_tck=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_ticks() { awk '{ print $16 + $17 }' "/proc/$$/stat" 2>/dev/null || echo 0; }
+t_cpu_start=$(cpu_ticks)
+phase_cpu=()
+
 print_times() {
     local i
-    echo "in-tree: phase times (seconds):"
+    echo "in-tree: phase times (seconds, wall and CPU):"
     for i in "${!phase_names[@]}"; do
-        printf '  %-10s %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}"
+        printf '  %-10s %5d %5d\n' "${phase_names[$i]}" "${phase_secs[$i]}" "${phase_cpu[$i]}"
     done
-    printf '  %-10s %5d\n' total $((SECONDS - t_start))
+    printf '  %-10s %5d %5d\n' total $((SECONDS - t_start)) $((($(cpu_ticks) - t_cpu_start) / clk_tck))
 }
 
 fail() {
@@ -61,14 +74,16 @@ fail() {
 # run_phase NAME FUNCTION: run FUNCTION with its output in logs/NAME.log,
 # record its time, stop with FAIL (and the log's end) if it fails.
 run_phase() {
-    local name=$1 fn=$2 t0 rc
+    local name=$1 fn=$2 t0 c0 rc
     t0=$SECONDS
+    c0=$(cpu_ticks)
     echo "in-tree: [$name] started (log: $logs/$name.log)"
     "$fn" >"$logs/$name.log" 2>&1 </dev/null
     rc=$?
     phase_names+=("$name")
     phase_secs+=($((SECONDS - t0)))
-    echo "in-tree: [$name] done in $((SECONDS - t0)) s (exit $rc)"
+    phase_cpu+=($((($(cpu_ticks) - c0) / clk_tck)))
+    echo "in-tree: [$name] done in $((SECONDS - t0)) s, CPU ${phase_cpu[-1]} s (exit $rc)"
     if ((rc != 0)); then
         echo "----- last lines of $logs/$name.log -----"
         tail -n 40 "$logs/$name.log"
@@ -105,43 +120,79 @@ setup_workdir() {
 # ---------------------------------------------------------------------
 # What the opal part of Open MPI needs to autogen, configure and build
 # with external hwloc, libevent and PMIx, plus dpkg-dev for apt-get source.
-packages=(dpkg-dev autoconf automake libtool flex perl make gcc pkg-config
+packages=(dpkg-dev autoconf automake libtool flex perl make gcc libc6-dev pkg-config
     libfabric-dev libhwloc-dev libevent-dev libpmix-dev)
+
+# The deb-src entry this script adds when apt knows no source package.
+src_list=/etc/apt/sources.list.d/btl-ofi-deb-src.list
 
 installed() {
     dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep 'install ok installed' >/dev/null
 }
 
-# Debian 12 keeps its sources in deb822 form
-# (/etc/apt/sources.list.d/debian.sources): "Types: deb" becomes
-# "Types: deb deb-src".  One-line sources.list entries get deb-src
-# twins in a file of their own.
-enable_deb_src() {
-    local f changed=0
-    for f in /etc/apt/sources.list.d/*.sources; do
-        [[ -f $f ]] || continue
-        if grep -Eq '^Types:.*\bdeb\b' "$f" && grep -Eq '^Types:' "$f" &&
-            grep -E '^Types:' "$f" | grep -v 'deb-src' >/dev/null; then
-            sed -i -E '/^Types:/{/deb-src/!s/^Types:(.*)\bdeb\b/Types:\1deb deb-src/}' "$f"
-            echo "enabled deb-src in $f:"
-            grep -E '^Types:' "$f"
-            changed=1
-        fi
+# apt-get with a wait for the dpkg lock (other jobs may be installing).
+aptget() { apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+
+# openmpi_src_known: apt's source lists have Open MPI 4.1.
+openmpi_src_known() {
+    apt-cache showsrc openmpi 2>/dev/null | grep -E '^Version: ([0-9]+:)?4\.1\.' >/dev/null
+}
+
+# The release this machine runs (bookworm on Debian 12).
+codename() {
+    local c
+    # shellcheck source=/dev/null
+    c=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+    [[ -n $c ]] || c=$(sed -n 's/^Suites: *\([a-z]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+    echo "${c:-bookworm}"
+}
+
+# apt_update: apt-get update, retried (the lists lock may be held by
+# another job, or the mirror may hiccup).  A failure is not fatal by
+# itself: what matters is whether the install and the source fetch work.
+apt_update() {
+    local i
+    for i in 1 2 3; do
+        aptget update && return 0
+        echo "apt-get update failed (try $i of 3)"
+        sleep 10
     done
-    if [[ -f /etc/apt/sources.list ]] && grep -Eq '^deb\s' /etc/apt/sources.list &&
-        ! grep -Eq '^deb-src\s' /etc/apt/sources.list; then
-        sed -n -E 's/^deb(\s)/deb-src\1/p' /etc/apt/sources.list >/etc/apt/sources.list.d/btl-ofi-deb-src.list
-        echo "added /etc/apt/sources.list.d/btl-ofi-deb-src.list:"
-        cat /etc/apt/sources.list.d/btl-ofi-deb-src.list
-        changed=1
-    fi
-    ((changed)) || echo "deb-src already enabled"
+    return 1
+}
+
+# add_deb_src: a deb-src entry of our own for the main component of
+# the Debian release, at every archive apt already takes its binary
+# packages of that release from (read through apt itself, so the
+# one-line sources.list format and the deb822 .sources format of
+# Debian 12 are both understood), or at deb.debian.org when there is
+# none.  Nothing of apt's existing configuration is changed.
+add_deb_src() {
+    local rel uris u
+    rel=$(codename)
+    uris=$(apt-get indextargets --no-release-info --format '$(REPO_URI)' \
+        'Target-Of: deb' 'Identifier: Packages' "Release: $rel" 'Component: main' 2>/dev/null | sort -u)
+    [[ -n $uris ]] || uris=http://deb.debian.org/debian/
+    {
+        echo "# added by btl/ofi's scripts/check-in-tree.sh for apt-get source"
+        for u in $uris; do
+            echo "deb-src $u $rel main"
+        done
+    } >"$src_list" || return 1
+    echo "added $src_list:"
+    cat "$src_list"
+}
+
+# deb_src_configured: apt's sources have a deb-src entry for the main
+# component of this release (in any file, in any format).
+deb_src_configured() {
+    [[ -n $(apt-get indextargets --no-release-info --format '$(REPO_URI)' \
+        'Target-Of: deb-src' "Release: $(codename)" 'Component: main' 2>/dev/null) ]]
 }
 
 phase_packages() {
+    local missing=() p
+    for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
     if [[ $(id -u) -ne 0 ]]; then
-        local missing=() p
-        for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
         if ((${#missing[@]})); then
             reason packages "not root, and these packages are missing: ${missing[*]}"
             return 1
@@ -149,13 +200,45 @@ phase_packages() {
         echo "not root: relying on the installed packages and on deb-src being enabled"
         return 0
     fi
-    reason packages "could not enable deb-src / apt-get update / install ${packages[*]}"
-    enable_deb_src || return 1
-    apt-get update || return 1
-    apt-get install -y --no-install-recommends "${packages[@]}" || return 1
+    echo "apt sources (apt-get indextargets):"
+    apt-get indextargets --no-release-info --format '  $(TARGET_OF) $(REPO_URI) $(RELEASE) $(COMPONENT)  [$(SOURCESENTRY)]' \
+        'Identifier: Packages' 2>/dev/null | sort -u
+    apt-get indextargets --no-release-info --format '  $(TARGET_OF) $(REPO_URI) $(RELEASE) $(COMPONENT)  [$(SOURCESENTRY)]' \
+        'Identifier: Sources' 2>/dev/null | sort -u
+    reason packages "could not add a deb-src entry to apt's sources"
+    if deb_src_configured; then
+        echo "a deb-src entry for $(codename) main is configured"
+    else
+        add_deb_src || return 1
+    fi
+    # Nothing to fetch when every package is there and the source lists
+    # already know Open MPI 4.1 (the fetch phase updates and retries if
+    # they turn out to be stale).
+    if ((${#missing[@]} == 0)) && openmpi_src_known; then
+        echo "all packages installed, Open MPI's source package known: no apt-get update"
+        return 0
+    fi
+    apt_update || echo "warning: apt-get update reported errors (see above); going on"
+    if ! openmpi_src_known && [[ ! -f $src_list ]]; then
+        # the configured deb-src entries do not carry it: add ours
+        echo "apt-cache showsrc openmpi: no 4.1 version with the configured deb-src entries"
+        add_deb_src || return 1
+        apt_update || echo "warning: apt-get update reported errors (see above); going on"
+    fi
+    if ! openmpi_src_known; then
+        reason packages "apt knows no Open MPI 4.1 source package after apt-get update (deb-src entries: see $logs/packages.log)"
+        return 1
+    fi
+    echo "Open MPI source package: $(apt-cache showsrc openmpi | sed -n 's/^Version: //p' | sort -u | paste -sd' ')"
+    if ((${#missing[@]})); then
+        reason packages "apt-get install ${missing[*]} failed"
+        aptget install -y --no-install-recommends "${missing[@]}" || return 1
+    else
+        echo "all of ${packages[*]} are installed"
+    fi
     # git lists the repository's files for the copy; without it every
     # file but build products is copied
-    installed git || apt-get install -y --no-install-recommends git || true
+    installed git || aptget install -y --no-install-recommends git || true
 }
 
 # ---------------------------------------------------------------------
@@ -164,7 +247,14 @@ phase_packages() {
 phase_fetch() {
     reason fetch "apt-get source openmpi failed (deb-src enabled? network to the Debian mirror?)"
     cd "$work" || return 1
-    apt-get source openmpi || return 1
+    if ! apt-get source openmpi; then
+        # stale lists name files the mirror no longer has: update, retry
+        [[ $(id -u) -eq 0 ]] || return 1
+        echo "apt-get source failed; apt-get update and one more try"
+        apt_update || true
+        rm -rf "$work"/openmpi[-_]*
+        apt-get source openmpi || return 1
+    fi
     local d
     for d in "$work"/openmpi-*/; do
         [[ -f $d/autogen.pl ]] && src=${d%/}
@@ -235,9 +325,13 @@ phase_autogen() {
     cd "$src" || return 1
     # --no-ompi --no-orte: only the opal project, which is where the
     # component lives (autogen.pl reads configure.m4, not configure.ac).
-    # --exclude: the bundled libevent and PMIx are not used (configure
-    # takes Debian's), so their own autoreconf runs are skipped.
-    ./autogen.pl --force --no-ompi --no-orte --exclude event-libevent2022,pmix-pmix3x || return 1
+    # --exclude: the bundled hwloc, libevent and PMIx are not used
+    # (configure takes Debian's), so their autoreconf runs and their
+    # configure checks (over a sixth of configure's time for hwloc) are
+    # skipped.
+    # (autogen.pl honours only one excluded component per framework.)
+    ./autogen.pl --force --no-ompi --no-orte \
+        --exclude hwloc-hwloc201,event-libevent2022,pmix-pmix3x || return 1
     if ! grep -q 'opal/mca/btl/ofi/configure.m4' config/autogen_found_items.m4; then
         reason autogen "autogen.pl did not pick up opal/mca/btl/ofi/configure.m4"
         return 1
@@ -251,15 +345,13 @@ phase_configure() {
     pmix_dir=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/pmix2
     reason configure "Open MPI's configure failed"
     cd "$src" || return 1
-    # dash (essential in Debian) runs Open MPI's configure, and the
-    # libtool scripts of the build, about twice as fast as bash, with
-    # the same results
-    local shell=/bin/sh
-    [[ -x /bin/dash ]] && shell=/bin/dash
-    CONFIG_SHELL=$shell "$shell" ./configure --prefix="$work/install" \
+    # Plain ./configure, which re-runs itself under bash as it would for
+    # anyone.  (Under dash, with CONFIG_SHELL=/bin/dash, some of its
+    # tests break and it quietly decides differently, e.g. it leaves
+    # out the memory:patcher component of libopen-pal.)
+    ./configure --prefix="$work/install" \
         --with-libfabric \
         --with-hwloc=external --with-libevent=external --with-pmix="$pmix_dir" \
-        --disable-mpi-fortran --disable-oshmem \
         --disable-dependency-tracking --enable-silent-rules || return 1
     if ! grep -q '^checking if MCA component btl:ofi can compile\.\.\. yes' "$logs/configure.log"; then
         reason configure "configure decided not to build btl:ofi (see 'MCA component btl:ofi' in $logs/configure.log)"
@@ -270,8 +362,28 @@ phase_configure() {
 }
 
 phase_build() {
+    local dso
+    cd "$src" || return 1
+    dso=$(sed -n 's/^MCA_opal_btl_DSO_SUBDIRS = //p' opal/Makefile)
+    echo "btl components configure made loadable: $dso"
+    if [[ " $dso " != *" mca/btl/ofi "* ]]; then
+        reason build "configure did not make btl/ofi a loadable component (MCA_opal_btl_DSO_SUBDIRS = $dso)"
+        return 1
+    fi
     reason build "make -C opal failed (look for 'error' in $logs/build.log)"
-    make -C "$src/opal" -j"$jobs" || return 1
+    if [[ ${BTL_OFI_INTREE_FULL:-0} == 1 ]]; then
+        make -C opal -j"$jobs" || return 1
+    else
+        # Everything opal's Makefile builds (its subdirectories, the
+        # frameworks with their static components, libopen-pal) except
+        # the loadable components of others: of those, only ours.  The
+        # variable is used by opal/Makefile alone.
+        make -C opal -j"$jobs" MCA_opal_FRAMEWORK_COMPONENT_DSO_SUBDIRS=mca/btl/ofi || return 1
+    fi
+    if [[ ! -f opal/.libs/libopen-pal.so ]]; then
+        reason build "make -C opal did not build opal/.libs/libopen-pal.so"
+        return 1
+    fi
 }
 
 # ---------------------------------------------------------------------

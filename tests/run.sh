@@ -10,19 +10,22 @@
 #  4. runs every MPI test for every provider and rank count through
 #     scripts/ofirun (timeout each), with BTL_OFI_EXPECT_PROVIDER set so
 #     the test checks which provider our component selected;
-#  5. runs the bad-input cases of tests/badinput.sh, each counted as a test.
+#  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
+#  6. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
+#     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes).
 # Prints PASS/FAIL lines (a FAIL shows the last 40 lines of its output; full
 # logs are kept in tests/logs/) and ends with the line `N passed, N failed'.
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync badinput"   which tests to run
+#   TESTS="putget atomics sync badinput intree"   which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
 #   BTL_OFI_SKIP_BUILD=1                   use the installed component as is
 #   BTL_OFI_ALLOW_SKIP=1                   an unavailable provider is not a failure
 #   BTL_OFI_TEST_TIMEOUT=300               seconds per MPI test run
 #   BTL_OFI_PREFIX                         install prefix (default <repo>/_install)
+#   BTL_OFI_INTREE_TIMEOUT=1800            seconds for the in-tree build check
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +34,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync badinput}
+TESTS=${TESTS:-putget atomics sync badinput intree}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -254,6 +257,35 @@ if wanted badinput; then
                 "$(grep -m1 "^FAIL" "$log" | sed 's/^FAIL [^:]*: //')" "$detail"
         fi
     done
+fi
+
+# ------------------------------------------------------------------
+# 6. in-tree build (scripts/check-in-tree.sh; its work dir is removed
+#    when it passes, kept when it fails; its phase logs go to tests/logs/)
+# ------------------------------------------------------------------
+if wanted intree; then
+    t0=$SECONDS
+    log=$logdir/intree.log
+    if work=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-intree.XXXXXX"); then
+        timeout -k 30 "${BTL_OFI_INTREE_TIMEOUT:-1800}" \
+            "$repo/scripts/check-in-tree.sh" "$work" </dev/null >"$log" 2>&1
+        rc=$?
+        for f in "$work"/logs/*.log; do
+            [[ -f $f ]] && cp "$f" "$logdir/intree-${f##*/}"
+        done
+        times=$(sed -n '/^in-tree: phase times/,/^  total/s/^  \([a-z]*\) *\([0-9]*\).*/\1 \2s/p' "$log" |
+            paste -sd, - | sed 's/,/, /g')
+        if ((rc == 0)) && grep -qx 'in-tree: PASS' "$log"; then
+            pass intree $((SECONDS - t0)) "mca_btl_ofi.so built in Open MPI 4.1's tree ($times)"
+            rm -rf "$work"
+        else
+            why=$(grep -m1 '^in-tree: FAIL' "$log" | sed 's/^in-tree: FAIL //')
+            ((rc == 124 || rc == 137)) && why="timed out after ${BTL_OFI_INTREE_TIMEOUT:-1800}s${why:+; $why}"
+            fail intree $((SECONDS - t0)) "${why:-exit code $rc} (work dir $work${times:+; $times})" "$log"
+        fi
+    else
+        fail intree 0 "mktemp -d failed"
+    fi
 fi
 
 finish
