@@ -117,6 +117,8 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t get_bytes;
     uint64_t send_count;
     uint64_t send_bytes;
+    uint64_t recv_count;
+    uint64_t recv_bytes;
 } mca_btl_ofi_counters_t;
 
 /**
@@ -141,7 +143,11 @@ typedef struct mca_btl_ofi_context_t {
      * descriptors and their buffers, and replies waiting for queue room */
     struct mca_btl_ofi_rdesc_t *rdescs;
     char *rbufs;
+    size_t rbuf_size; /* bytes of each posted buffer */
+    uint64_t rflags;  /* FI_MULTI_RECV, or 0 */
     opal_list_t pending;
+    /* receive buffers the provider refused for now (-FI_EAGAIN) */
+    struct mca_btl_ofi_rdesc_t *repost;
     struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
 
@@ -192,6 +198,9 @@ typedef struct mca_btl_ofi_module_t {
     bool amo_emulated; /* atomics carried as messages, applied by the target */
     size_t msg_size;
     size_t inject_size;
+    int64_t tx_limit; /* operations in flight per context (tx queue size) */
+    /* bytes of one FI_MULTI_RECV buffer, 0 when receives use single buffers */
+    size_t multi_recv_size;
 
     mca_rcache_base_module_t *rcache;
     opal_free_list_t frags; /* two-sided send descriptors */
@@ -218,6 +227,7 @@ typedef struct mca_btl_ofi_component_t {
     int progress_threshold;
     int num_cq_read;
     int rd_num;
+    int multi_recv_size;
     int progress_mode;
     int verbose;
     int emulate_atomics;

@@ -174,9 +174,19 @@ static int mca_btl_ofi_component_register(void)
 
     c->rd_num = 8;
     (void) mca_btl_ofi_reg_int("rd_num",
-                               "Receive buffers posted per context for two-sided traffic "
-                               "(used by btl_ofi_mode 1 and 2)",
+                               "Receive buffers posted per context for messages (two-sided "
+                               "traffic, emulated atomics): FI_MULTI_RECV buffers of "
+                               "btl_ofi_multi_recv_size bytes where offered, else one message each",
                                &c->rd_num, OPAL_INFO_LVL_5, NULL);
+
+    c->multi_recv_size = 256 * 1024;
+    (void) mca_btl_ofi_reg_int(
+        "multi_recv_size",
+        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV: messages are "
+        "packed into it back to back, so many small unexpected messages fit. At least twice "
+        "btl_ofi_max_send_size plus a header (raised to that); 0 posts one buffer per message "
+        "instead",
+        &c->multi_recv_size, OPAL_INFO_LVL_5, NULL);
 
     c->progress_mode = MCA_BTL_OFI_PROGRESS_DEFAULT;
     (void) mca_base_var_enum_create("btl_ofi_progress_mode", mca_btl_ofi_progress_values,
@@ -247,6 +257,11 @@ static int mca_btl_ofi_component_register(void)
                             offsetof(mca_btl_ofi_counters_t, send_count));
     mca_btl_ofi_reg_counter("send_bytes", "Bytes of two-sided messages sent, headers included",
                             offsetof(mca_btl_ofi_counters_t, send_bytes));
+    mca_btl_ofi_reg_counter("recv_count",
+                            "Messages received by this process (two-sided, emulated atomics)",
+                            offsetof(mca_btl_ofi_counters_t, recv_count));
+    mca_btl_ofi_reg_counter("recv_bytes", "Bytes of messages received, headers included",
+                            offsetof(mca_btl_ofi_counters_t, recv_bytes));
 
     /* latency, bandwidth, limits and flags: the base BTL parameters */
     return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_ofi_module_template.super);
@@ -327,6 +342,11 @@ static void mca_btl_ofi_check_params(void)
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_rd_num", c->rd_num,
                        "from 1 to 4096", 8);
         c->rd_num = 8;
+    }
+    if (c->multi_recv_size < 0) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_multi_recv_size",
+                       c->multi_recv_size, "0 or more", 0);
+        c->multi_recv_size = 0;
     }
     if (c->progress_thread_interval < 1 || c->progress_thread_interval > 1000000) {
         int use = c->progress_thread_interval < 1 ? 1 : 1000000;
@@ -561,7 +581,14 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                      && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS)))
                     ? FI_MSG
                     : 0;
-        mine = mca_btl_ofi_pick(twin, extra);
+        mine = NULL;
+        if ((extra & FI_MSG) && c->multi_recv_size > 0) {
+            /* pack messages into few big buffers where the provider can */
+            mine = mca_btl_ofi_pick(twin, extra | FI_MULTI_RECV);
+        }
+        if (NULL == mine) {
+            mine = mca_btl_ofi_pick(twin, extra);
+        }
         if (NULL == mine && MCA_BTL_OFI_MODE_FULL == c->mode) {
             MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                                 "candidate %s domain %s: no FI_MSG, one-sided traffic only", prov,

@@ -47,7 +47,9 @@ static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_co
                                     int index)
 {
     struct fi_cq_attr cq_attr = {
-        .format = FI_CQ_FORMAT_MSG,
+        /* DATA: a message received into a multi-receive buffer is found
+         * through the entry's buf */
+        .format = FI_CQ_FORMAT_DATA,
         .wait_obj = FI_WAIT_NONE,
         .size = module->info->tx_attr->size + module->info->rx_attr->size,
     };
@@ -250,10 +252,9 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                    context->index, err->err, fi_strerror(err->err), err->prov_errno, detail);
 }
 
-/* One completion, to the object that posted it. A failed receive hands
- * its buffer back to be posted again. */
+/* One completion, to the object that posted it. */
 static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context,
-                                        size_t len, int status)
+                                        uint64_t flags, size_t len, void *buf, int status)
 {
     switch (((mca_btl_ofi_op_t *) op_context)->kind) {
     case MCA_BTL_OFI_OP_RDMA:
@@ -263,15 +264,15 @@ static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op
         mca_btl_ofi_frag_sent(mca_btl_ofi_frag_from_op(op_context), status);
         break;
     default:
-        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context,
-                                 OPAL_SUCCESS == status ? len : 0);
+        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context, flags,
+                                 OPAL_SUCCESS == status ? len : 0, buf);
         break;
     }
 }
 
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 {
-    struct fi_cq_msg_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
+    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
     struct fi_cq_err_entry err;
     ssize_t count;
     int batch = mca_btl_ofi_component.num_cq_read;
@@ -291,7 +292,7 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         }
         mca_btl_ofi_context_report_error(context, &err);
         if (NULL != err.op_context) {
-            mca_btl_ofi_dispatch(context, err.op_context, 0, OPAL_ERROR);
+            mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
         }
         return 1;
     }
@@ -299,9 +300,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
-        mca_btl_ofi_dispatch(context, entries[i].op_context, entries[i].len, OPAL_SUCCESS);
+        mca_btl_ofi_dispatch(context, entries[i].op_context, entries[i].flags, entries[i].len,
+                             entries[i].buf, OPAL_SUCCESS);
     }
-    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending))) {
+    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
         mca_btl_ofi_msg_flush_pending(context);
     }
     if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {

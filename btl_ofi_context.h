@@ -27,6 +27,20 @@ static inline mca_btl_ofi_context_t *mca_btl_ofi_context_get(mca_btl_ofi_module_
     return mca_btl_ofi_context_select(module);
 }
 
+/* Room for one more operation on the context's transmit queue. Never more
+ * in flight than the provider's queue holds: udp;ofi_rxd accepts more
+ * sends than its tx_attr->size and silently never delivers the excess. A
+ * full context is drained once before giving up, so the caller's
+ * OPAL_ERR_OUT_OF_RESOURCE retry finds room. */
+static inline bool mca_btl_ofi_context_has_room(mca_btl_ofi_context_t *context)
+{
+    if (OPAL_LIKELY(context->outstanding < context->module->tx_limit)) {
+        return true;
+    }
+    (void) mca_btl_ofi_context_progress(context);
+    return context->outstanding < context->module->tx_limit;
+}
+
 END_C_DECLS
 
 #endif /* MCA_BTL_OFI_CONTEXT_H */

@@ -118,6 +118,9 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     frag->context = context;
     /* ob1 relies on the callback even when it gave us ownership */
     des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    if (OPAL_UNLIKELY(!mca_btl_ofi_context_has_room(context))) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
@@ -239,40 +242,85 @@ static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, void *buf, si
     reg->cbfunc(&context->module->super, hdr->op, &des, reg->cbdata);
 }
 
+/* Post one receive buffer. A full receive queue (-FI_EAGAIN) parks it on
+ * the context, to be posted again by progress: a buffer is never lost. */
 static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
 {
     mca_btl_ofi_context_t *context = rdesc->context;
+    struct iovec iov = {.iov_base = rdesc->buf, .iov_len = context->rbuf_size};
+    struct fi_msg msg = {
+        .msg_iov = &iov,
+        .desc = NULL,
+        .iov_count = 1,
+        .addr = FI_ADDR_UNSPEC,
+        .context = &rdesc->op.ofi_ctx,
+        .data = 0,
+    };
     ssize_t rc;
 
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_recv(context->rx, rdesc->buf, context->module->msg_size, NULL, FI_ADDR_UNSPEC,
-                 &rdesc->op.ofi_ctx);
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (0 != rc) {
-        MCA_BTL_OFI_REPORT("fi_recv", rc);
-        return OPAL_ERROR;
+    rc = fi_recvmsg(context->rx, &msg, context->rflags);
+    if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
+        rdesc->next_repost = context->repost;
+        context->repost = rdesc;
     }
-    return OPAL_SUCCESS;
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
+        return OPAL_SUCCESS;
+    }
+    MCA_BTL_OFI_REPORT("fi_recvmsg", rc);
+    return OPAL_ERROR;
+}
+
+/* Multi-receive buffers where the provider has them and accepts our
+ * threshold (the largest message must always fit in what is left), else
+ * one buffer per message. */
+static void mca_btl_ofi_msg_layout(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    size_t min_left = module->msg_size;
+    int rc;
+
+    context->rbuf_size = module->msg_size;
+    context->rflags = 0;
+    if (0 == module->multi_recv_size) {
+        return;
+    }
+    rc = fi_setopt(&context->rx->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_left,
+                   sizeof(min_left));
+    if (0 != rc) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "context %d: FI_OPT_MIN_MULTI_RECV refused (%s), one buffer per "
+                            "message",
+                            context->index, fi_strerror(-rc));
+        return;
+    }
+    context->rbuf_size = module->multi_recv_size;
+    context->rflags = FI_MULTI_RECV;
 }
 
 int mca_btl_ofi_msg_init(mca_btl_ofi_context_t *context)
 {
-    mca_btl_ofi_module_t *module = context->module;
     int count = mca_btl_ofi_component.rd_num;
 
+    mca_btl_ofi_msg_layout(context);
+    context->repost = NULL;
     context->rdescs = calloc(count, sizeof(*context->rdescs));
-    context->rbufs = malloc((size_t) count * module->msg_size);
+    context->rbufs = malloc((size_t) count * context->rbuf_size);
     if (NULL == context->rdescs || NULL == context->rbufs) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     for (int i = 0; i < count; ++i) {
         context->rdescs[i].op.kind = MCA_BTL_OFI_OP_RECV;
         context->rdescs[i].context = context;
-        context->rdescs[i].buf = context->rbufs + (size_t) i * module->msg_size;
+        context->rdescs[i].buf = context->rbufs + (size_t) i * context->rbuf_size;
         if (OPAL_SUCCESS != mca_btl_ofi_msg_post(context->rdescs + i)) {
             return OPAL_ERROR;
         }
     }
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "context %d: %d receive buffers of %zu bytes%s",
+                        context->index, count, context->rbuf_size,
+                        context->rflags ? " (multi-receive)" : "");
     return OPAL_SUCCESS;
 }
 
@@ -289,32 +337,51 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context)
     free(context->rbufs);
     context->rdescs = NULL;
     context->rbufs = NULL;
+    context->repost = NULL;
+}
+
+static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, size_t len)
+{
+    const mca_btl_ofi_msg_hdr_t *hdr = (const mca_btl_ofi_msg_hdr_t *) msg;
+
+    if (OPAL_UNLIKELY(len < sizeof(*hdr))) {
+        return;
+    }
+    context->counters.recv_count++;
+    context->counters.recv_bytes += len;
+    switch (hdr->type) {
+    case MCA_BTL_OFI_MSG_AM:
+        mca_btl_ofi_am_deliver(context, msg, len);
+        break;
+    case MCA_BTL_OFI_MSG_AMO_REQ:
+        mca_btl_ofi_amo_serve(context, msg, len);
+        break;
+    case MCA_BTL_OFI_MSG_AMO_RESP:
+        mca_btl_ofi_amo_answer(context, msg, len);
+        break;
+    default:
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped a message of unknown type %d (%zu bytes)", hdr->type, len);
+        break;
+    }
 }
 
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,
-                              size_t len)
+                              uint64_t flags, size_t len, void *buf)
 {
-    const mca_btl_ofi_msg_hdr_t *hdr = (const mca_btl_ofi_msg_hdr_t *) rdesc->buf;
-
-    if (OPAL_LIKELY(len >= sizeof(*hdr))) {
-        switch (hdr->type) {
-        case MCA_BTL_OFI_MSG_AM:
-            mca_btl_ofi_am_deliver(context, rdesc->buf, len);
-            break;
-        case MCA_BTL_OFI_MSG_AMO_REQ:
-            mca_btl_ofi_amo_serve(context, rdesc->buf, len);
-            break;
-        case MCA_BTL_OFI_MSG_AMO_RESP:
-            mca_btl_ofi_amo_answer(context, rdesc->buf, len);
-            break;
-        default:
-            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                                "dropped a message of unknown type %d (%zu bytes)", hdr->type,
-                                len);
-            break;
-        }
+    if (0 == context->rflags) {
+        mca_btl_ofi_msg_handle(context, rdesc->buf, len);
+        (void) mca_btl_ofi_msg_post(rdesc);
+        return;
     }
-    (void) mca_btl_ofi_msg_post(rdesc);
+    /* a multi-receive buffer: an entry carries a message (FI_RECV), the
+     * buffer's release (FI_MULTI_RECV), or both */
+    if (len > 0 && (flags & FI_RECV) && NULL != buf) {
+        mca_btl_ofi_msg_handle(context, buf, len);
+    }
+    if (flags & FI_MULTI_RECV) {
+        (void) mca_btl_ofi_msg_post(rdesc);
+    }
 }
 
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
@@ -386,6 +453,18 @@ void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
 void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context)
 {
     mca_btl_ofi_pending_t *pending;
+    mca_btl_ofi_rdesc_t *parked;
+
+    /* receive buffers first: without them no peer can make progress */
+    MCA_BTL_OFI_LOCK(&context->lock);
+    parked = context->repost;
+    context->repost = NULL;
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    while (NULL != parked) {
+        mca_btl_ofi_rdesc_t *next = parked->next_repost;
+        (void) mca_btl_ofi_msg_post(parked); /* parks it again if still refused */
+        parked = next;
+    }
 
     while (true) {
         MCA_BTL_OFI_LOCK(&context->lock);

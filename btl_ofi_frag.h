@@ -44,11 +44,13 @@ typedef struct mca_btl_ofi_amo_resp_t {
     uint64_t result;
 } mca_btl_ofi_amo_resp_t;
 
-/* One posted receive buffer. */
+/* One posted receive buffer: a single message, or with FI_MULTI_RECV
+ * many, packed back to back until the provider releases it. */
 typedef struct mca_btl_ofi_rdesc_t {
     mca_btl_ofi_op_t op;
     mca_btl_ofi_context_t *context;
     void *buf;
+    struct mca_btl_ofi_rdesc_t *next_repost; /* on context->repost */
 } mca_btl_ofi_rdesc_t;
 
 /* A two-sided send descriptor: the wire header sits right before the
@@ -104,9 +106,11 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status);
 int mca_btl_ofi_msg_init(mca_btl_ofi_context_t *context);
 void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context);
 
-/* A receive completed on this descriptor: dispatch, then repost. */
+/* A receive completed on this descriptor: dispatch the message (len
+ * bytes, at buf for a multi-receive buffer), then repost the buffer once
+ * the provider is done with it. */
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,
-                              size_t len);
+                              uint64_t flags, size_t len, void *buf);
 
 /* Send a small message by injection (no completion to wait for). Returns
  * OPAL_ERR_OUT_OF_RESOURCE when the queue is full. Takes the context lock. */
@@ -119,7 +123,7 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len);
 
-/* Retry parked replies; called from progress. */
+/* Retry parked replies and receive buffers; called from progress. */
 void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context);
 
 END_C_DECLS

@@ -32,6 +32,11 @@ static inline size_t mca_btl_ofi_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
+static inline size_t mca_btl_ofi_max(size_t a, size_t b)
+{
+    return a > b ? a : b;
+}
+
 /* ------------------------------------------------------------------ peers */
 
 static inline uint64_t mca_btl_ofi_name_key(const opal_process_name_t *name)
@@ -361,6 +366,14 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
         if (module->msg_size < sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size) {
             module->msg_size = sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size;
         }
+    }
+    module->tx_limit = info->tx_attr->size > 0 ? (int64_t) info->tx_attr->size : INT64_MAX;
+    module->multi_recv_size = 0;
+    if ((info->caps & FI_MULTI_RECV) && component->multi_recv_size > 0) {
+        /* room for at least two largest messages, so a buffer is never
+         * released after a single one */
+        module->multi_recv_size = mca_btl_ofi_max((size_t) component->multi_recv_size,
+                                                  2 * module->msg_size);
     }
     /* 0: every message goes by fi_send from a descriptor */
     module->inject_size = (quirks & MCA_BTL_OFI_QUIRK_INJECT) ? 0 : info->tx_attr->inject_size;

@@ -42,8 +42,12 @@ mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *
                              mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                              void *cbdata)
 {
-    mca_btl_ofi_completion_t *comp = (mca_btl_ofi_completion_t *) opal_free_list_get(
-        &context->completions);
+    mca_btl_ofi_completion_t *comp;
+
+    if (OPAL_UNLIKELY(!mca_btl_ofi_context_has_room(context))) {
+        return NULL;
+    }
+    comp = (mca_btl_ofi_completion_t *) opal_free_list_get(&context->completions);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return NULL;
     }
