@@ -11,14 +11,18 @@
 #     scripts/ofirun (timeout each), with BTL_OFI_EXPECT_PROVIDER set so
 #     the test checks which provider our component selected;
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
-#  6. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
+#  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
+#     PASS/FAIL line per (provider, contexts, threads) group
+#     (BTL_OFI_THREADS_FULL=1 for the full matrix; see that script);
+#  7. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
 #     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes).
 # Prints PASS/FAIL lines (a FAIL shows the last 40 lines of its output; full
 # logs are kept in tests/logs/) and ends with the line `N passed, N failed'.
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync badinput intree"   which tests to run
+#   TESTS="putget atomics sync badinput threads progress helgrind intree"
+#                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
 #   BTL_OFI_SKIP_BUILD=1                   use the installed component as is
@@ -34,7 +38,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync badinput intree}
+TESTS=${TESTS:-putget atomics sync badinput threads progress helgrind intree}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -260,7 +264,32 @@ if wanted badinput; then
 fi
 
 # ------------------------------------------------------------------
-# 6. in-tree build (scripts/check-in-tree.sh; its work dir is removed
+# 6. thread tests: tests/threads/run.sh runs each case and prints one
+#    PASS/FAIL/SKIP line for it
+# ------------------------------------------------------------------
+for group in threads progress helgrind; do
+    wanted "$group" || continue
+    for c in $(PROVIDERS=$PROVIDERS "$here/threads/run.sh" --list "$group"); do
+        t0=$SECONDS
+        log=$logdir/threads-run-${c//[:;]/-}.log
+        PROVIDERS=$PROVIDERS BTL_OFI_TEST_TIMEOUT=$test_timeout \
+            "$here/threads/run.sh" "$c" </dev/null >"$log" 2>&1
+        line=$(grep -m1 -E '^(PASS|FAIL|SKIP) ' "$log")
+        if [[ $line =~ ^PASS\ (.*)\ \([0-9]+s\)(\ --\ (.*))?$ ]]; then
+            pass "${BASH_REMATCH[1]}" $((SECONDS - t0)) "${BASH_REMATCH[3]}"
+        elif [[ $line =~ ^SKIP\ ([^:]*):\ (.*)$ ]]; then
+            skipped=$((skipped + 1))
+            echo "SKIP ${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}"
+        elif [[ $line =~ ^FAIL\ (.*)\ \([0-9]+s\):\ (.*)$ ]]; then
+            fail "${BASH_REMATCH[1]}" $((SECONDS - t0)) "${BASH_REMATCH[2]}" "$log"
+        else
+            fail "$group $c" $((SECONDS - t0)) "tests/threads/run.sh printed no result line" "$log"
+        fi
+    done
+done
+
+# ------------------------------------------------------------------
+# 7. in-tree build (scripts/check-in-tree.sh; its work dir is removed
 #    when it passes, kept when it fails; its phase logs go to tests/logs/)
 # ------------------------------------------------------------------
 if wanted intree; then
