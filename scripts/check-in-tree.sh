@@ -127,7 +127,7 @@ packages=(dpkg-dev autoconf automake libtool flex perl make gcc libc6-dev pkg-co
 src_list=/etc/apt/sources.list.d/btl-ofi-deb-src.list
 
 installed() {
-    dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep 'install ok installed' >/dev/null
+    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == 'install ok installed' ]]
 }
 
 # apt-get with a wait for the dpkg lock (other jobs may be installing).
@@ -135,7 +135,9 @@ aptget() { apt-get -o DPkg::Lock::Timeout=600 "$@"; }
 
 # openmpi_src_known: apt's source lists have Open MPI 4.1.
 openmpi_src_known() {
-    apt-cache showsrc openmpi 2>/dev/null | grep -E '^Version: ([0-9]+:)?4\.1\.' >/dev/null
+    local out
+    out=$(apt-cache showsrc openmpi 2>/dev/null)
+    grep -E '^Version: ([0-9]+:)?4\.1\.' <<<"$out" >/dev/null
 }
 
 # The release this machine runs (bookworm on Debian 12).
@@ -411,18 +413,23 @@ phase_verify() {
         return 1
     fi
 
-    if ! nm -D --defined-only "$so" | grep -E ' [DBR] mca_btl_ofi_component$' >/dev/null; then
+    # (output captured first: grep may stop reading at its first match,
+    # and pipefail would count the writer's SIGPIPE as a failure)
+    local syms strs
+    syms=$(nm -D --defined-only "$so")
+    strs=$(strings "$so")
+    if ! grep -E ' [DBR] mca_btl_ofi_component$' <<<"$syms" >/dev/null; then
         reason verify "$so does not export mca_btl_ofi_component"
         return 1
     fi
     echo "exports mca_btl_ofi_component"
-    if ! strings "$so" | grep 'help-btl-ofi\.txt' >/dev/null; then
+    if ! grep 'help-btl-ofi\.txt' <<<"$strs" >/dev/null; then
         reason verify "$so does not mention help-btl-ofi.txt"
         return 1
     fi
     echo "mentions help-btl-ofi.txt"
     # MCA_BTL_OFI_HELP_DIR, passed by our Makefile.am, is opal's data dir
-    if ! strings "$so" | grep -x "$work/install/share/openmpi" >/dev/null; then
+    if ! grep -x "$work/install/share/openmpi" <<<"$strs" >/dev/null; then
         reason verify "$so does not hold MCA_BTL_OFI_HELP_DIR ($work/install/share/openmpi)"
         return 1
     fi
