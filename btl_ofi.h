@@ -160,6 +160,7 @@ struct mca_btl_base_endpoint_t {
     /* address used by local context i to reach this peer */
     fi_addr_t *addrs;
     int num_addrs;
+    bool lost; /* reported to the upper layer as unreachable */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -233,6 +234,7 @@ typedef struct mca_btl_ofi_component_t {
     int emulate_atomics;
     char *version;
     int selected_provider_index;
+    char *inject_fault;
 
     bool progress_thread;
     int progress_thread_interval; /* microseconds between passes */
@@ -296,6 +298,23 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
                        mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
                        uint64_t value, int flags, int order,
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+
+/* Test-only fault injection (btl_ofi_inject_fault "CALL@N,..."): the Nth
+ * call of CALL fails with -FI_EIO, or for CQ the Nth completion is turned
+ * into an error. Off, it costs one predictable branch on a global. */
+enum {
+    MCA_BTL_OFI_FAULT_GETINFO,
+    MCA_BTL_OFI_FAULT_MR_REG,
+    MCA_BTL_OFI_FAULT_WRITE,
+    MCA_BTL_OFI_FAULT_READ,
+    MCA_BTL_OFI_FAULT_ATOMIC,
+    MCA_BTL_OFI_FAULT_SEND,
+    MCA_BTL_OFI_FAULT_CQ,
+    MCA_BTL_OFI_FAULT_MAX
+};
+extern bool mca_btl_ofi_fault_armed;
+bool mca_btl_ofi_fault_hit(int call);
+#define MCA_BTL_OFI_FAULT(call) (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && mca_btl_ofi_fault_hit(call))
 
 /* Locks of contexts and of the module's tables: real when several threads
  * may enter the component (MPI_THREAD_MULTIPLE, or our progress thread),

@@ -405,7 +405,7 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
                          mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
                          mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                          remote_handle->key, mca_btl_ofi_datatype(op, flags),
@@ -450,7 +450,7 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
                    mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                    remote_handle->key, mca_btl_ofi_datatype(op, flags),
                    (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
@@ -499,7 +499,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
                            local_address, mca_btl_ofi_local_desc(local_handle),
                            endpoint->addrs[context->index],
                            mca_btl_ofi_remote_addr(module, remote_address, remote_handle),

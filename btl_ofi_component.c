@@ -113,6 +113,64 @@ static void mca_btl_ofi_reg_counter(const char *name, const char *help, size_t o
         mca_btl_ofi_pvar_read, NULL, NULL, (void *) (uintptr_t) offset);
 }
 
+/* ----------------------------------------------------- fault injection */
+
+static const char *const mca_btl_ofi_fault_names[MCA_BTL_OFI_FAULT_MAX] = {
+    "getinfo", "mr_reg", "write", "read", "atomic", "send", "cq"};
+static int64_t mca_btl_ofi_fault_at[MCA_BTL_OFI_FAULT_MAX];
+static volatile int64_t mca_btl_ofi_fault_calls[MCA_BTL_OFI_FAULT_MAX];
+bool mca_btl_ofi_fault_armed = false;
+
+bool mca_btl_ofi_fault_hit(int call)
+{
+    if (0 == mca_btl_ofi_fault_at[call]) {
+        return false;
+    }
+    if (opal_atomic_add_fetch_64(&mca_btl_ofi_fault_calls[call], 1) != mca_btl_ofi_fault_at[call]) {
+        return false;
+    }
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "injecting a failure into %s call %lld",
+                        mca_btl_ofi_fault_names[call], (long long) mca_btl_ofi_fault_at[call]);
+    return true;
+}
+
+/* Parse btl_ofi_inject_fault; a malformed item is named and ignored. */
+static void mca_btl_ofi_fault_parse(const char *spec)
+{
+    char **items;
+
+    memset(mca_btl_ofi_fault_at, 0, sizeof(mca_btl_ofi_fault_at));
+    memset((void *) mca_btl_ofi_fault_calls, 0, sizeof(mca_btl_ofi_fault_calls));
+    mca_btl_ofi_fault_armed = false;
+    if (NULL == spec || '\0' == spec[0]) {
+        return;
+    }
+    items = opal_argv_split(spec, ',');
+    for (int i = 0; NULL != items && NULL != items[i]; ++i) {
+        char *at = strchr(items[i], '@'), *end = NULL;
+        long long n = 0;
+        int call = -1;
+
+        if (NULL != at) {
+            *at = '\0';
+            n = strtoll(at + 1, &end, 10);
+            for (int k = 0; k < MCA_BTL_OFI_FAULT_MAX; ++k) {
+                if (0 == strcmp(items[i], mca_btl_ofi_fault_names[k])) {
+                    call = k;
+                }
+            }
+        }
+        if (call < 0 || NULL == end || '\0' != *end || n < 1) {
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad fault", true, opal_process_info.nodename,
+                           spec);
+            continue;
+        }
+        mca_btl_ofi_fault_at[call] = n;
+        mca_btl_ofi_fault_armed = true;
+    }
+    opal_argv_free(items);
+}
+
 static int mca_btl_ofi_component_register(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -241,6 +299,14 @@ static int mca_btl_ofi_component_register(void)
         "The libfabric provider this process selected (read-only, empty before MPI_Init)",
         &mca_btl_ofi_selected_provider, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
         MCA_BASE_VAR_SCOPE_CONSTANT);
+
+    c->inject_fault = NULL;
+    (void) mca_btl_ofi_reg_string(
+        "inject_fault",
+        "TESTING ONLY: comma-separated CALL@N items; the Nth call of CALL fails with FI_EIO "
+        "(CALL: getinfo, mr_reg, write, read, atomic, send) or, for cq, the Nth completion is "
+        "reported as an error. Empty (default): no fault",
+        &c->inject_fault, OPAL_INFO_LVL_9, 0, MCA_BASE_VAR_SCOPE_READONLY);
 
     mca_btl_ofi_reg_counter("put_count", "Put operations issued by this process",
                             offsetof(mca_btl_ofi_counters_t, put_count));
@@ -529,6 +595,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     c->enable_mpi_threads = enable_mpi_threads;
     mca_btl_ofi_check_params();
     c->locking = enable_mpi_threads || c->progress_thread;
+    mca_btl_ofi_fault_parse(c->inject_fault);
     include = opal_argv_split(c->provider_include, ',');
     exclude = opal_argv_split(c->provider_exclude, ',');
 
@@ -536,9 +603,16 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (NULL == hints) {
         goto out;
     }
-    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &all);
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_GETINFO)
+             ? -FI_EIO
+             : fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+                          &all);
     fi_freeinfo(hints);
     if (0 != rc) {
+        /* no match at all is -FI_ENODATA, reported below as "no provider" */
+        if (-FI_ENODATA != rc) {
+            MCA_BTL_OFI_REPORT("fi_getinfo", rc);
+        }
         all = NULL;
     }
     hints = mca_btl_ofi_hints(true);

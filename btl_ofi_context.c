@@ -252,6 +252,59 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                    context->index, err->err, fi_strerror(err->err), err->prov_errno, detail);
 }
 
+/* A completion error that means the peer is gone (it exited, its host or
+ * connection failed): tell the upper layer once per peer through the BTL
+ * error callback, naming the peer; ob1 then ends the job with that text
+ * instead of waiting for traffic that will never come. */
+static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_context, int err)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+    char info[256];
+
+    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
+    case MCA_BTL_OFI_OP_RDMA:
+        endpoint = mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
+        break;
+    case MCA_BTL_OFI_OP_SEND:
+        endpoint = mca_btl_ofi_frag_from_op(op_context)->endpoint;
+        break;
+    default:
+        /* a receive that failed lost a message from an unknown sender: the
+         * upper layer would wait for it forever, so it must stop instead */
+        if (!module->closing && NULL != module->error_cb) {
+            snprintf(info, sizeof(info),
+                     "btl/ofi on %s lost an incoming message (receive completed with error: "
+                     "%s); the job cannot continue without it",
+                     opal_process_info.nodename, fi_strerror(err));
+            module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, info);
+        }
+        return;
+    }
+    switch (err) {
+    case FI_EHOSTUNREACH:
+    case FI_ECONNREFUSED:
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case FI_ETIMEDOUT:
+    case FI_EADDRNOTAVAIL:
+        break;
+    default:
+        return;
+    }
+    if (module->closing || NULL == module->error_cb || NULL == endpoint || NULL == endpoint->proc
+        || endpoint->lost) {
+        return;
+    }
+    endpoint->lost = true;
+    snprintf(info, sizeof(info), "btl/ofi on %s lost contact with peer %s on %s: %s",
+             opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
+             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
+             fi_strerror(err));
+    module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc, info);
+}
+
 /* One completion, to the object that posted it. */
 static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context,
                                         uint64_t flags, size_t len, void *buf, int status)
@@ -267,6 +320,32 @@ static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op
         mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context, flags,
                                  OPAL_SUCCESS == status ? len : 0, buf);
         break;
+    }
+}
+
+/* Fault injection (testing): turn the chosen completion into an error,
+ * reported and delivered as a real one would be. A failed receive keeps
+ * its buffer's reposting, so only the message is lost. */
+static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
+                                          struct fi_cq_data_entry *entries, ssize_t count)
+{
+    for (ssize_t i = 0; i < count; ++i) {
+        if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)) {
+            struct fi_cq_err_entry err = {.op_context = entries[i].op_context,
+                                          .flags = entries[i].flags,
+                                          .err = FI_EIO};
+            mca_btl_ofi_context_report_error(context, &err);
+            if (MCA_BTL_OFI_OP_RECV == ((mca_btl_ofi_op_t *) entries[i].op_context)->kind
+                && (entries[i].flags & FI_RECV)) {
+                mca_btl_ofi_peer_lost(context, entries[i].op_context, FI_EIO);
+            }
+            entries[i].len = 0;
+            entries[i].flags &= ~FI_RECV;
+            /* an RDMA or send completion now carries the error status */
+            entries[i].data = 1;
+        } else {
+            entries[i].data = 0;
+        }
     }
 }
 
@@ -293,15 +372,22 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         mca_btl_ofi_context_report_error(context, &err);
         if (NULL != err.op_context) {
             mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
+            mca_btl_ofi_peer_lost(context, err.op_context, err.err);
         }
         return 1;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
+    if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && count > 0) {
+        mca_btl_ofi_fault_completions(context, entries, count);
+    }
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
         mca_btl_ofi_dispatch(context, entries[i].op_context, entries[i].flags, entries[i].len,
-                             entries[i].buf, OPAL_SUCCESS);
+                             entries[i].buf,
+                             OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data)
+                                 ? OPAL_ERROR
+                                 : OPAL_SUCCESS);
     }
     if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
         mca_btl_ofi_msg_flush_pending(context);

@@ -18,6 +18,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->proc = NULL;
     endpoint->addrs = NULL;
     endpoint->num_addrs = 0;
+    endpoint->lost = false;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)

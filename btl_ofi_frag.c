@@ -124,7 +124,7 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
                  &frag->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
@@ -181,7 +181,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
 
     context = mca_btl_ofi_context_get(module);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
         context->counters.send_bytes += len;
@@ -406,9 +406,9 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
 
     MCA_BTL_OFI_LOCK(&context->lock);
     if (NULL == frag) {
-        rc = fi_inject(context->tx, msg, len, endpoint->addrs[context->index]);
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_inject(context->tx, msg, len, endpoint->addrs[context->index]);
     } else {
-        rc = fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
                      &frag->op.ofi_ctx);
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);

@@ -144,7 +144,9 @@ static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
     /* a requested key may collide with one in use: draw another */
     for (int attempt = 0; attempt < 8 && -FI_ENOKEY == rc; ++attempt) {
         uint64_t want = module->prov_key ? 0 : mca_btl_ofi_random_key(module);
-        rc = fi_mr_reg(module->domain, base, size, access, 0, want, 0, &reg->mr, NULL);
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_MR_REG)
+                 ? -FI_EIO
+                 : fi_mr_reg(module->domain, base, size, access, 0, want, 0, &reg->mr, NULL);
     }
     if (0 != rc) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "registration failed", true,

@@ -58,7 +58,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_write(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_WRITE) ? -FI_EIO : fi_write(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
                   endpoint->addrs[context->index],
                   mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                   remote_handle->key, &comp->op.ofi_ctx);
@@ -93,7 +93,7 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_read(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_READ) ? -FI_EIO : fi_read(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
                  endpoint->addrs[context->index],
                  mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                  remote_handle->key, &comp->op.ofi_ctx);
