@@ -422,6 +422,8 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
                        (int) max_ctx, use_sep ? "scalable endpoint contexts" : "endpoints",
                        (int) max_ctx);
         count = (int) max_ctx;
+        /* the MPI_T cvar then tells what is in use */
+        component->num_contexts_per_module = count;
     }
 
     if (use_sep) {
