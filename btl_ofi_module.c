@@ -4,6 +4,8 @@
  * finalize.
  */
 
+#include <dlfcn.h>
+
 #include "btl_ofi.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_endpoint.h"
@@ -46,12 +48,49 @@ static inline uint64_t mca_btl_ofi_name_key(const opal_process_name_t *name)
     return key;
 }
 
+/* With btl_ofi_mode 0 this module carries no pml sends. If pml/ob1 runs
+ * and no other BTL but self can send, ob1 4.1 dereferences an empty send
+ * list on its first message and crashes. Say so instead, and reach no
+ * peer, so that Open MPI stops with its "unable to reach" message. */
+static bool mca_btl_ofi_ob1_stranded(mca_btl_ofi_module_t *module)
+{
+    const mca_base_component_t *pml;
+    mca_btl_base_selected_module_t *sm;
+
+    if (module->super.btl_flags & MCA_BTL_FLAGS_SEND) {
+        return false;
+    }
+    /* the pml lives in libmpi, above this layer: look it up by name */
+    pml = (const mca_base_component_t *) dlsym(RTLD_DEFAULT, "mca_pml_base_selected_component");
+    if (NULL == pml || 0 != strcmp(pml->mca_component_name, "ob1")) {
+        return false;
+    }
+    OPAL_LIST_FOREACH (sm, &mca_btl_base_modules_initialized, mca_btl_base_selected_module_t) {
+        const char *name = sm->btl_component->btl_version.mca_component_name;
+        if ((sm->btl_module->btl_flags & MCA_BTL_FLAGS_SEND) && 0 != strcmp(name, "self")
+            && &module->super != sm->btl_module) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
                                  struct opal_proc_t **procs, mca_btl_base_endpoint_t **peers,
                                  opal_bitmap_t *reachable)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     int rc = OPAL_SUCCESS;
+    static bool stranded_told = false;
+
+    if (OPAL_UNLIKELY(mca_btl_ofi_ob1_stranded(module))) {
+        if (!stranded_told) {
+            stranded_told = true;
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "ob1 stranded", true,
+                           mca_btl_ofi_component.mode, opal_process_info.nodename);
+        }
+        return OPAL_SUCCESS; /* nobody reachable */
+    }
 
     MCA_BTL_OFI_LOCK(&module->lock);
     for (size_t i = 0; i < nprocs; ++i) {
