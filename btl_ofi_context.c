@@ -8,6 +8,11 @@
  * the modex, see btl_ofi_endpoint.c).
  */
 
+#include <inttypes.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "btl_ofi.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
@@ -41,6 +46,36 @@ static void mca_btl_ofi_context_attrs(const struct fi_info *info, struct fi_tx_a
     rx->caps = info->rx_attr->caps
                & (FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MSG | FI_RECV
                   | FI_MULTI_RECV);
+}
+
+/* shm names its endpoints after the process id, and a process killed
+ * before it could clean up leaves its segment behind in /dev/shm: a later
+ * process given the same pid then fails fi_enable with -FI_EBUSY. A name
+ * with a random part never meets a stale one. */
+static int mca_btl_ofi_context_name(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+{
+    char name[64];
+    uint64_t salt = 0;
+    int rc;
+
+    if (0 != strcmp(module->info->fabric_attr->prov_name, "shm")
+        || FI_ADDR_STR != module->info->addr_format) {
+        return OPAL_SUCCESS;
+    }
+    if (sizeof(salt) != getrandom(&salt, sizeof(salt), 0)) {
+        struct timespec now;
+        (void) clock_gettime(CLOCK_MONOTONIC, &now);
+        salt = ((uint64_t) now.tv_sec * 1000000000u + (uint64_t) now.tv_nsec)
+               ^ ((uint64_t) getpid() << 32);
+    }
+    snprintf(name, sizeof(name), "fi_shm://btlofi-%d-%016" PRIx64 "-%d", (int) getpid(), salt,
+             context->index);
+    rc = fi_setname(&context->ep->fid, name, strlen(name) + 1);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_setname", rc);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
 }
 
 static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
@@ -111,6 +146,10 @@ static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_co
         if (0 != rc) {
             MCA_BTL_OFI_REPORT("fi_ep_bind(ep, cq)", rc);
             return OPAL_ERROR;
+        }
+        rc = mca_btl_ofi_context_name(module, context);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
         }
         rc = fi_enable(context->ep);
         if (0 != rc) {
