@@ -45,7 +45,6 @@
  */
 #include "mt_util.h"
 
-#include <sched.h>
 
 #define HOT_FADD 0
 #define HOT_CAS 8
@@ -86,7 +85,11 @@ typedef struct {
     unsigned long long lock_attempts;
     unsigned long long lock_rounds_remote;
     unsigned char *sbuf, *rbuf, *smsg, *rmsg;
+    double phase_s[6]; /* time spent in steps 1..6 (reported, not checked) */
 } thr_t;
+
+static const char *const phase_names[6] = {"fetch-add", "cas", "region", "own-window", "messages",
+                                           "lock"};
 
 static thr_t *thr;
 
@@ -141,17 +144,22 @@ static void put64(uint64_t v, int target, MPI_Aint disp, MPI_Win w)
 
 /*
  * After a failed attempt to take the lock: wait a little (exponentially
- * longer, up to ~0.5 ms) outside MPI, yielding the processor. Without it the
- * waiting threads' CAS flood starves the holder: osc/rdma's MPI_Win_flush
- * waits for every operation of the process on the window, and the waiters'
- * keep coming. This changes how often the lock is polled, nothing else; the
- * checks do not depend on it.
+ * longer, up to ~0.5 ms) before the next attempt. Without it the waiting
+ * threads' CAS flood starves the holder (osc/rdma's MPI_Win_flush, and the
+ * btl's flush, wait for every operation of the process). The wait stays
+ * inside MPI (MPI_Iprobe on a tag nobody sends), so that this process keeps
+ * serving the holder's operations on providers with manual progress. This
+ * changes how often the lock is polled, nothing else; the checks do not
+ * depend on it.
  */
+#define IDLE_TAG 32000
 static void backoff(unsigned *us)
 {
     double until = tc_now() + 1e-6 * (double) *us;
     while (tc_now() < until) {
-        sched_yield();
+        int flag = 0;
+        MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, IDLE_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+        CHECK(!flag, "a message with tag %d, which nobody sends, arrived", IDLE_TAG);
     }
     if (*us < 512) {
         *us *= 2;
@@ -214,6 +222,14 @@ static void *thread_main(void *arg)
         int tgt = hot_target(i), k = i % 2;
         uint64_t old = ~(uint64_t) 0;
 
+        double tp = tc_now(), tq;
+#define PHASE_DONE(k)                                                                              \
+    do {                                                                                           \
+        tq = tc_now();                                                                             \
+        t->phase_s[k] += tq - tp;                                                                  \
+        tp = tq;                                                                                   \
+    } while (0)
+
         /* 1. shared fetch-and-add */
         MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, tgt, HOT_FADD, MPI_SUM, wshared));
         flush(tgt, wshared);
@@ -224,6 +240,7 @@ static void *thread_main(void *arg)
         seen_fadd[k] = 1;
         last_fadd[k] = old;
         t->fadd_vals[i] = old;
+        PHASE_DONE(0);
 
         /* 2. CAS increment */
         for (;;) {
@@ -243,6 +260,7 @@ static void *thread_main(void *arg)
         }
         t->cas_vals[i] = cas_guess[k];
         cas_guess[k]++;
+        PHASE_DONE(1);
 
         /* 3. own region at the next rank, shared window */
         size_t sz = put_sizes[i % NPUT];
@@ -256,6 +274,7 @@ static void *thread_main(void *arg)
         flush(peer, wshared);
         tc_verify(tc_fmt("thread %d round %d: put/get of %zu B on the shared window", tid, i, sz),
                   t->rbuf, id, sz, (unsigned) i);
+        PHASE_DONE(2);
 
         /* 4. this thread's own window */
         MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, peer, 0, MPI_SUM, pw));
@@ -273,6 +292,7 @@ static void *thread_main(void *arg)
         flush(peer, pw);
         tc_verify(tc_fmt("thread %d round %d: put/get of %zu B on its own window", tid, i, sz2),
                   t->rbuf, pid, sz2, (unsigned) i);
+        PHASE_DONE(3);
 
         /* 5. two-sided, thread to the same thread index */
         size_t msz = msg_sizes[i % NMSG];
@@ -292,11 +312,14 @@ static void *thread_main(void *arg)
               tid, i, got, st.MPI_SOURCE, st.MPI_TAG, msz, prev, TAG_BASE + tid);
         tc_verify(tc_fmt("thread %d round %d: message of %zu B from rank %d", tid, i, msz, prev),
                   t->rmsg, prev * nthreads + tid, msz, (unsigned) i);
+        PHASE_DONE(4);
 
         /* 6. mutual exclusion by CAS */
         if (is_lock_round(i)) {
             lock_round(t, i);
         }
+        PHASE_DONE(5);
+#undef PHASE_DONE
     }
 
     /* final full-size patterns, checked by the owners */
@@ -561,6 +584,18 @@ int main(int argc, char **argv)
            "CAS attempts %llu for %d increments; lock attempts %llu for %d lock rounds",
            nthreads, iters, t_all, sends, cas_att, nthreads * iters, lock_att,
            nthreads * (iters / lock_every));
+    double phase_max[6] = {0}, phase_all[6];
+    for (int t = 0; t < nthreads; ++t) {
+        for (int k = 0; k < 6; ++k) {
+            phase_max[k] = thr[t].phase_s[k] > phase_max[k] ? thr[t].phase_s[k] : phase_max[k];
+        }
+    }
+    MPI_CHECK(MPI_Reduce(phase_max, phase_all, 6, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
+    tc_say("    time per step (slowest thread): %s %.2f s, %s %.2f s, %s %.2f s, %s %.2f s, "
+           "%s %.2f s, %s %.2f s",
+           phase_names[0], phase_all[0], phase_names[1], phase_all[1], phase_names[2],
+           phase_all[2], phase_names[3], phase_all[3], phase_names[4], phase_all[4],
+           phase_names[5], phase_all[5]);
     tc_say("    checked: counters exact, fetched values a permutation, regions byte-exact, "
            "guards intact, messages byte-exact");
 
