@@ -179,9 +179,15 @@ report() { # PASS|FAIL|SKIP label secs text [log]
     esac
 }
 
-# first "FAIL [rank ...]" line of a log, shortened
+# why a run failed: its first "FAIL [rank ...]" line, else the first line
+# of a crash or loader error, shortened
 first_fail() {
-    grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400
+    local what
+    what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
+    if [[ -z $what ]]; then
+        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal|fi call failed' "$1" | cut -c1-300)
+    fi
+    echo "$what"
 }
 
 retried=""
@@ -301,9 +307,6 @@ check_mpi_result() { # label log rc okname t0 detail
         report FAIL "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
     elif ((rc != 0)); then
         what=$(first_fail "$log")
-        if [[ -z $what ]]; then
-            what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal' "$log" | cut -c1-300)
-        fi
         report FAIL "$label" $secs "exit code $rc${what:+: $what}" "$log"
     elif ! grep -qx "OK $okname" "$log"; then
         report FAIL "$label" $secs "exit code 0 but no 'OK $okname' line" "$log"
