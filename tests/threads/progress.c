@@ -10,13 +10,17 @@
  *    (default 3) without any MPI call;
  *  - rank 0 (origin) runs -rounds (default 100) rounds of MPI_Win_lock
  *    (exclusive) / MPI_Put of 1 KiB into slot r / MPI_Win_flush / MPI_Get
- *    of slot r / MPI_Win_unlock on an MPI_Win_create window of rank 1, and
- *    compares the bytes got with the bytes put.
- * Then both enter MPI again; rank 1 checks every slot in its memory.
+ *    of slot r / (every 10th round) MPI_Fetch_and_op(SUM, +1) on a 64-bit
+ *    counter / MPI_Win_unlock on an MPI_Win_create window of rank 1, and
+ *    compares the bytes got with the bytes put and the fetched count with
+ *    r / 10 (atomics too must be served: on udp;ofi_rxd they are messages
+ *    the target applies).
+ * Then both enter MPI again; rank 1 checks every slot in its memory and the
+ * counter (= number of rounds with an atomic).
  * Rank 0 prints both times. The origin's counters btl_ofi_put_count and
- * get_count must grow by at least one per round (atomic_count is printed
- * only: on one node osc/rdma's default two-level locking keeps lock words
- * in shared memory, so taking the lock needs no btl atomic).
+ * get_count must grow by at least one per round, atomic_count by one per
+ * fetch-and-add (taking the lock needs none: on one node osc/rdma's default
+ * two-level locking keeps lock words in shared memory).
  *
  * The progress thread is taken to be on when the cvar btl_ofi_progress_thread
  * reads true. Then the origin must have finished within -max seconds
@@ -99,7 +103,9 @@ int main(int argc, char **argv)
         on = 0;
     }
 
-    size_t wsize = (size_t) (rounds + 1) * SLOT;
+    /* slots 0..rounds (the last one for the warm-up), then the counter */
+    size_t cnt_off = (size_t) (rounds + 1) * SLOT;
+    size_t wsize = cnt_off + 8;
     unsigned char *mem = calloc(1, wsize);
     unsigned char *src = malloc(SLOT), *dst = malloc(SLOT);
     CHECK(mem && src && dst, "out of memory");
@@ -136,8 +142,16 @@ int main(int argc, char **argv)
             MPI_CHECK(MPI_Put(src, SLOT, MPI_BYTE, 1, disp, SLOT, MPI_BYTE, win));
             MPI_CHECK(MPI_Win_flush(1, win));
             MPI_CHECK(MPI_Get(dst, SLOT, MPI_BYTE, 1, disp, SLOT, MPI_BYTE, win));
+            const uint64_t one = 1;
+            uint64_t old = ~(uint64_t) 0;
+            if (r % 10 == 0) {
+                MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, 1, (MPI_Aint) cnt_off,
+                                           MPI_SUM, win));
+            }
             MPI_CHECK(MPI_Win_unlock(1, win));
             tc_verify(tc_fmt("round %d: get after put", r), dst, 0, SLOT, (unsigned) r);
+            CHECK(r % 10 != 0 || old == (uint64_t) (r / 10),
+                  "round %d: fetch-and-add fetched %" PRIu64 ", expected %d", r, old, r / 10);
         }
     }
     double end = tc_now();
@@ -156,12 +170,18 @@ int main(int argc, char **argv)
             tc_verify(tc_fmt("slot %d in the target's memory", r), mem + (size_t) r * SLOT, 0,
                       SLOT, (unsigned) r);
         }
+        uint64_t cnt;
+        memcpy(&cnt, mem + cnt_off, 8);
+        CHECK(cnt == (uint64_t) ((rounds + 9) / 10),
+              "counter in the target's memory is %" PRIu64 ", expected %d", cnt,
+              (rounds + 9) / 10);
         MPI_CHECK(MPI_Win_unlock(1, win));
     } else {
         tc_expect_t exp;
         memset(&exp, 0, sizeof(exp));
         exp.min[TC_PUT_COUNT] = (unsigned long long) rounds;
         exp.min[TC_GET_COUNT] = (unsigned long long) rounds;
+        exp.min[TC_ATOMIC_COUNT] = (unsigned long long) ((rounds + 9) / 10);
         tc_counters_expect("origin", &before, &after, &exp, 1);
 
         double origin_s = all[0], origin_end = all[1], target_s = all[2], target_end = all[3];
