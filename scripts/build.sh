@@ -88,6 +88,10 @@ log "configure --prefix=$prefix ${BTL_OFI_CONFIGURE_ARGS:-}"
 # shellcheck disable=SC2086 # word splitting of the extra arguments is wanted
 ./configure --prefix="$prefix" ${BTL_OFI_CONFIGURE_ARGS:-}
 log "make"
+# configure may have changed the flags, which make alone would not notice
+if [[ -f Makefile ]]; then
+    make clean >/dev/null 2>&1 || true
+fi
 make -j2
 log "make install"
 make install
