@@ -148,6 +148,10 @@ typedef struct mca_btl_ofi_context_t {
     opal_list_t pending;
     /* receive buffers the provider refused for now (-FI_EAGAIN) */
     struct mca_btl_ofi_rdesc_t *repost;
+    /* completions the progress thread read but left to an MPI thread, in
+     * queue order (only with btl_ofi_progress_thread and emulated atomics) */
+    struct fi_cq_data_entry *deferred;
+    int deferred_count;
     struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
 

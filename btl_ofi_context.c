@@ -272,6 +272,9 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
             context->cq = NULL;
         }
         mca_btl_ofi_msg_fini(context);
+        free(context->deferred);
+        context->deferred = NULL;
+        context->deferred_count = 0;
         OBJ_DESTRUCT(&context->pending);
         OBJ_DESTRUCT(&context->completions);
         OBJ_DESTRUCT(&context->lock);
@@ -399,7 +402,16 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
         return 0;
     }
-    count = fi_cq_read(context->cq, entries, batch);
+    if (OPAL_UNLIKELY(context->deferred_count > 0)) {
+        /* what the progress thread read comes first, in queue order */
+        count = context->deferred_count < batch ? context->deferred_count : batch;
+        memcpy(entries, context->deferred, (size_t) count * sizeof(entries[0]));
+        context->deferred_count -= (int) count;
+        memmove(context->deferred, context->deferred + count,
+                (size_t) context->deferred_count * sizeof(entries[0]));
+    } else {
+        count = fi_cq_read(context->cq, entries, batch);
+    }
     if (OPAL_UNLIKELY(-FI_EAVAIL == count)) {
         memset(&err, 0, sizeof(err));
         count = fi_cq_readerr(context->cq, &err, 0);
@@ -451,6 +463,50 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
  * cannot block until "something happened": it sleeps
  * btl_ofi_progress_thread_interval microseconds between passes.
  */
+/* Room for this many deferred completions per context. */
+#define MCA_BTL_OFI_DEFERRED_MAX (4 * MCA_BTL_OFI_CQ_BATCH_MAX)
+
+/* With emulated atomics a peer's atomic is a message this process must
+ * answer, so driving the provider is not enough: the thread reads the
+ * queue, answers atomic requests itself (they touch only registered
+ * memory and our own tables, under our locks) and defers every other
+ * completion, in order, to the next progress call on an MPI thread. */
+static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
+{
+    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
+    int serve[MCA_BTL_OFI_CQ_BATCH_MAX];
+    int batch = mca_btl_ofi_component.num_cq_read, nserve = 0;
+    ssize_t count;
+
+    if (0 != opal_mutex_trylock(&context->lock)) {
+        return;
+    }
+    if (context->deferred_count + batch > MCA_BTL_OFI_DEFERRED_MAX) {
+        /* the MPI thread is behind: only drive the provider */
+        (void) fi_cq_read(context->cq, NULL, 0);
+        opal_mutex_unlock(&context->lock);
+        return;
+    }
+    count = fi_cq_read(context->cq, entries, batch);
+    for (ssize_t i = 0; i < count; ++i) {
+        if (mca_btl_ofi_msg_is_amo_request(context, entries + i)) {
+            serve[nserve++] = (int) i;
+        } else {
+            context->deferred[context->deferred_count++] = entries[i];
+        }
+    }
+    opal_mutex_unlock(&context->lock);
+
+    for (int j = 0; j < nserve; ++j) {
+        struct fi_cq_data_entry *e = entries + serve[j];
+        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) e->op_context, e->flags, e->len,
+                                 e->buf);
+    }
+    if (nserve > 0 && (!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
+        mca_btl_ofi_msg_flush_pending(context);
+    }
+}
+
 static void *mca_btl_ofi_progress_thread_main(opal_object_t *object)
 {
     opal_thread_t *thread = (opal_thread_t *) object;
@@ -461,6 +517,10 @@ static void *mca_btl_ofi_progress_thread_main(opal_object_t *object)
     while (0 == module->progress_stop) {
         for (int i = 0; i < module->num_contexts; ++i) {
             mca_btl_ofi_context_t *context = module->contexts + i;
+            if (NULL != context->deferred) {
+                mca_btl_ofi_progress_thread_serve(context);
+                continue;
+            }
             /* a context another thread is draining is progressing already */
             if (0 == opal_mutex_trylock(&context->lock)) {
                 (void) fi_cq_read(context->cq, NULL, 0);
@@ -481,6 +541,16 @@ int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
                             "progress thread not started: provider %s progresses data itself",
                             module->info->fabric_attr->prov_name);
         return OPAL_SUCCESS;
+    }
+    if (module->amo_emulated) {
+        for (int i = 0; i < module->num_contexts; ++i) {
+            module->contexts[i].deferred_count = 0;
+            module->contexts[i].deferred = calloc(MCA_BTL_OFI_DEFERRED_MAX,
+                                                  sizeof(struct fi_cq_data_entry));
+            if (NULL == module->contexts[i].deferred) {
+                return OPAL_ERR_OUT_OF_RESOURCE;
+            }
+        }
     }
     OBJ_CONSTRUCT(&module->progress_thread, opal_thread_t);
     module->progress_thread.t_run = mca_btl_ofi_progress_thread_main;

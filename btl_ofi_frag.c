@@ -366,6 +366,20 @@ static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, si
     }
 }
 
+bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
+                                    const struct fi_cq_data_entry *entry)
+{
+    const mca_btl_ofi_rdesc_t *rdesc = (const mca_btl_ofi_rdesc_t *) entry->op_context;
+    const mca_btl_ofi_msg_hdr_t *hdr;
+
+    if (MCA_BTL_OFI_OP_RECV != rdesc->op.kind || !(entry->flags & FI_RECV)
+        || (entry->flags & FI_MULTI_RECV) || entry->len < sizeof(mca_btl_ofi_amo_req_t)) {
+        return false;
+    }
+    hdr = (const mca_btl_ofi_msg_hdr_t *) (context->rflags ? entry->buf : rdesc->buf);
+    return NULL != hdr && MCA_BTL_OFI_MSG_AMO_REQ == hdr->type;
+}
+
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,
                               uint64_t flags, size_t len, void *buf)
 {

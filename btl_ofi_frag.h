@@ -112,6 +112,11 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context);
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,
                               uint64_t flags, size_t len, void *buf);
 
+/* Whether this receive completion is an emulated-atomic request that the
+ * progress thread may serve itself (one that does not release a buffer). */
+bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
+                                    const struct fi_cq_data_entry *entry);
+
 /* Send a small message by injection (no completion to wait for). Returns
  * OPAL_ERR_OUT_OF_RESOURCE when the queue is full. Takes the context lock. */
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
