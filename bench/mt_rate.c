@@ -3,14 +3,18 @@
  * over btl/ofi with MPI_THREAD_MULTIPLE (run it under scripts/ofirun with
  * 2 ranks; bench/mt_scaling.sh loops over providers and context counts).
  *
- *   mt_rate [-single] [-t 1,2,4] [-d seconds] [-w window] [-s bytes] [-ops put,putw,fop]
+ *   mt_rate [-single] [-bi] [-t 1,2,4] [-d seconds] [-w window] [-s bytes]
+ *           [-ops put,putw,fop]
  *
  * -single (first argument only): MPI_THREAD_SINGLE and one thread, the
  * baseline without locking (printed as threads "single").
  *
- * Both ranks are origins: each thread of each rank drives a window of its
- * own (MPI_Win_create, MPI_Win_lock_all by that thread) against the other
- * rank, so no two threads share an osc/rdma window or its flush.
+ * Rank 0's threads are the origins (with -bi, rank 1's too): each thread
+ * drives a window of its own (MPI_Win_create, MPI_Win_lock_all by that
+ * thread) towards the other rank, so no two threads share an osc/rdma window
+ * or its flush. Without -bi, rank 1 waits in MPI_Barrier meanwhile, which
+ * keeps it progressing (serving the operations on manual-progress
+ * providers).
  * For each thread count and each operation, all threads run for -d seconds
  * (default 1) after a barrier, and rank 0 prints the aggregate rate of its
  * threads:
@@ -48,6 +52,7 @@ static double duration = 1.0;
 static int window = 32;
 static size_t msg_size = 8;
 static char ops_list[128] = "put,putw,fop";
+static int bidirectional = 0;
 
 typedef struct {
     int tid;
@@ -184,10 +189,12 @@ int main(int argc, char **argv)
             if (msg_size < 1 || msg_size > 4096) {
                 die("-s: 1 to 4096 bytes");
             }
+        } else if (0 == strcmp(argv[a], "-bi")) {
+            bidirectional = 1;
         } else if (0 == strcmp(argv[a], "-ops") && a + 1 < argc) {
             snprintf(ops_list, sizeof(ops_list), "%s", argv[++a]);
         } else {
-            die("usage: mt_rate [-t 1,2,4] [-d seconds] [-w window] [-s bytes] "
+            die("usage: mt_rate [-single] [-bi] [-t 1,2,4] [-d seconds] [-w window] [-s bytes] "
                 "[-ops put,putw,fop]");
         }
     }
@@ -201,9 +208,10 @@ int main(int argc, char **argv)
         char version[64], prov[128];
         probe_cvar_string("btl_ofi_version", version, sizeof(version));
         probe_cvar_string("btl_ofi_selected_provider", prov, sizeof(prov));
-        printf("# mt_rate: btl_ofi_version %s provider %s; %s; %.2f s per point, %zu B, "
+        printf("# mt_rate: btl_ofi_version %s provider %s; %s; %s; %.2f s per point, %zu B, "
                "window %d\n",
-               version, prov, single ? "MPI_THREAD_SINGLE" : "MPI_THREAD_MULTIPLE", duration,
+               version, prov, single ? "MPI_THREAD_SINGLE" : "MPI_THREAD_MULTIPLE",
+               bidirectional ? "both ranks issue" : "rank 0 issues, rank 1 progresses", duration,
                msg_size, window);
         fflush(stdout);
     }
@@ -236,13 +244,15 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             t_stop = now() + duration;
             double t0 = now();
-            for (int t = 0; t < T; ++t) {
+            /* without -bi rank 1 starts no thread: it goes to the barrier */
+            int mine = (bidirectional || 0 == rank) ? T : 0;
+            for (int t = 0; t < mine; ++t) {
                 w[t].op = op;
                 w[t].done = 0;
                 pthread_create(&th[t], NULL, worker, &w[t]);
             }
             unsigned long long total = 0;
-            for (int t = 0; t < T; ++t) {
+            for (int t = 0; t < mine; ++t) {
                 pthread_join(th[t], NULL);
                 total += w[t].done;
                 failed |= w[t].err;

@@ -8,16 +8,19 @@
 # For each provider and each context count N (--mca
 # btl_ofi_num_contexts_per_module N) it runs `mt_rate -t THREADS' under
 # scripts/ofirun with 2 ranks, REPEAT times, and prints the median rate
-# (millions of operations per second, both ranks' threads driving their own
-# window towards the other rank) per operation and thread count, plus an
-# MPI_THREAD_SINGLE baseline (one thread, component locks off). Then the
-# goal of issue 4, reported and not asserted: 2 threads on 2 contexts at
-# least 1.6x the rate of 1 thread (1 context, MPI_THREAD_MULTIPLE).
+# (millions of operations per second issued by rank 0's threads, each
+# driving a window of its own towards rank 1, which progresses in a
+# barrier; MT_MODE=bi: both ranks issue) per operation and thread count,
+# plus an MPI_THREAD_SINGLE baseline (one thread, component locks off).
+# Then the goal of issue 4, reported and not asserted: 2 threads on 2
+# contexts at least 1.6x the rate of 1 thread (1 context,
+# MPI_THREAD_MULTIPLE). On a 2-core machine 2 polling origin threads plus
+# the polling target already need 3 cores.
 #
 # Environment:
 #   MT_PROVIDERS="sockets shm"   MT_CONTEXTS="1 2 4"   MT_THREADS=1,2,4
 #   MT_OPS=put,putw,fop          MT_DURATION=1 (s per point)   MT_REPEAT=3
-#   MT_OUT=DIR                   keep the raw mt_rate output there
+#   MT_MODE=uni|bi (default uni) MT_OUT=DIR (keep the raw mt_rate output)
 #   BTL_OFI_PREFIX               component install prefix (scripts/ofirun)
 # The machine should be otherwise idle: on 2 cores, 2 ranks x 4 threads that
 # poll already oversubscribe it, and any other job changes the numbers.
@@ -35,6 +38,15 @@ ops=${MT_OPS:-put,putw,fop}
 duration=${MT_DURATION:-1}
 repeat=${MT_REPEAT:-3}
 out=${MT_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/mt_scaling.XXXXXX")}
+mode=()
+case ${MT_MODE:-uni} in
+uni) ;;
+bi) mode=(-bi) ;;
+*)
+    echo "mt_scaling: MT_MODE is uni or bi" >&2
+    exit 2
+    ;;
+esac
 mkdir -p "$out" "$here/bin"
 
 if ! mpicc -O2 -Wall -pthread -o "$bin" "$here/mt_rate.c" >"$out/build.log" 2>&1; then
@@ -45,7 +57,7 @@ fi
 
 echo "# mt_scaling: $(date -u +%FT%TZ) on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# providers '$providers', contexts '$contexts', threads $threads, ops $ops,"
-echo "# ${duration}s per point, median of $repeat runs; rates in Mops/s (rank 0's threads)"
+echo "# mode ${MT_MODE:-uni}, ${duration}s per point, median of $repeat runs; rates in Mops/s (rank 0's threads)"
 
 raw=$out/raw.txt
 : >"$raw"
@@ -54,7 +66,7 @@ for prov in $providers; do
     for r in $(seq 1 "$repeat"); do
         log=$out/${prov//;/+}-single-$r.txt
         if ! timeout 600 "$ofirun" -np 2 --mca btl_ofi_provider_include "$prov" \
-            "$bin" -single -d "$duration" -ops "$ops" >"$log" 2>&1; then
+            "$bin" -single "${mode[@]}" -d "$duration" -ops "$ops" >"$log" 2>&1; then
             echo "mt_scaling: $prov single run $r failed (see $log)" >&2
             failed=1
         fi
@@ -63,7 +75,7 @@ for prov in $providers; do
             log=$out/${prov//;/+}-N$n-$r.txt
             if ! timeout 600 "$ofirun" -np 2 --mca btl_ofi_provider_include "$prov" \
                 --mca btl_ofi_num_contexts_per_module "$n" \
-                "$bin" -t "$threads" -d "$duration" -ops "$ops" >"$log" 2>&1; then
+                "$bin" "${mode[@]}" -t "$threads" -d "$duration" -ops "$ops" >"$log" 2>&1; then
                 echo "mt_scaling: $prov N=$n run $r failed (see $log)" >&2
                 failed=1
             fi
