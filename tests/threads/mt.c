@@ -38,7 +38,11 @@
  *  - every region holds the last pattern its writer put, regions nobody
  *    writes are still zero, the guard bytes between regions are untouched;
  *  - the btl_ofi_{put,get,atomic,send}_count counters of this rank grew by at
- *    least the number of operations it aimed at another rank.
+ *    least the number of operations it aimed at another rank;
+ *    btl_ofi_recv_count by at least one per message its threads received
+ *    (an exact comparison with the peer's btl_ofi_send_count is not
+ *    possible: a message the peer sends right after its snapshot can be
+ *    received while this rank is still in the barrier before its own).
  * Also checks our component is loaded (btl_ofi_version), with the expected
  * provider (BTL_OFI_EXPECT_PROVIDER) and context count
  * (BTL_OFI_EXPECT_CONTEXTS vs. the btl_ofi_num_contexts_per_module cvar).
@@ -445,11 +449,14 @@ int main(int argc, char **argv)
               "out of memory");
     }
 
+    /* counters first, then the barrier: no thread of the peer can send
+     * before this rank took its snapshot */
     tc_counters_t before, after;
-    unsigned long long sends_before, sends_after;
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    unsigned long long sends_before, sends_after, recvs_before, recvs_after;
     tc_counters_read(&before);
     sends_before = mt_send_count();
+    recvs_before = mt_recv_count();
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     double t0 = tc_now();
 
     MPI_CHECK(MPI_Win_lock_all(0, wshared));
@@ -465,6 +472,7 @@ int main(int argc, char **argv)
     double t_threads = tc_now() - t0;
     tc_counters_read(&after);
     sends_after = mt_send_count();
+    recvs_after = mt_recv_count();
     MPI_CHECK(MPI_Win_unlock_all(wlock));
     MPI_CHECK(MPI_Win_unlock_all(wshared));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -578,11 +586,19 @@ int main(int argc, char **argv)
               sends, (unsigned long long) nthreads * iters);
     }
 
+    unsigned long long recvs = recvs_after - recvs_before;
+    if (mt_have_recv && tc_check_ours_enabled()) {
+        CHECK(recvs >= (unsigned long long) nthreads * iters,
+              "btl_ofi_recv_count grew by %llu, expected at least %llu (one per message this "
+              "rank's threads received)",
+              recvs, (unsigned long long) nthreads * iters);
+    }
+
     double t_all = 0;
     MPI_CHECK(MPI_Reduce(&t_threads, &t_all, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD));
-    tc_say("    rank0: %d threads x %d rounds in %.2f s (slowest rank); sends+%llu; "
+    tc_say("    rank0: %d threads x %d rounds in %.2f s (slowest rank); sends+%llu recvs+%llu; "
            "CAS attempts %llu for %d increments; lock attempts %llu for %d lock rounds",
-           nthreads, iters, t_all, sends, cas_att, nthreads * iters, lock_att,
+           nthreads, iters, t_all, sends, recvs, cas_att, nthreads * iters, lock_att,
            nthreads * (iters / lock_every));
     double phase_max[6] = {0}, phase_all[6];
     for (int t = 0; t < nthreads; ++t) {

@@ -3,7 +3,8 @@
  * Builds on tests/common.h (fatal checks, "is it ours", counters) and adds:
  *  - mt_init(): MPI_Init_thread at a required level, failing loudly when the
  *    Open MPI build provides less;
- *  - the btl_ofi_send_count pvar (common.h tracks the one-sided ones only);
+ *  - the btl_ofi_send_count and btl_ofi_recv_count pvars (common.h tracks
+ *    the one-sided ones only);
  *  - reading an integer control variable (btl_ofi_num_contexts_per_module).
  */
 #ifndef BTL_OFI_TESTS_MT_UTIL_H
@@ -14,8 +15,8 @@
 #include <errno.h>
 #include <pthread.h>
 
-static MPI_T_pvar_handle mt_send_handle;
-static int mt_have_send = 0;
+static MPI_T_pvar_handle mt_send_handle, mt_recv_handle;
+static int mt_have_send = 0, mt_have_recv = 0;
 
 TC_FN const char *mt_level_name(int level)
 {
@@ -82,6 +83,15 @@ TC_FN unsigned long long mt_send_count(void)
     return v;
 }
 
+TC_FN unsigned long long mt_recv_count(void)
+{
+    unsigned long long v = 0;
+    if (mt_have_recv) {
+        MPI_CHECK(MPI_T_pvar_read(tc_session, mt_recv_handle, &v));
+    }
+    return v;
+}
+
 /*
  * MPI_Init_thread(required), then what tc_init does: rank/size, errors
  * returned, MPI_T, our component and provider checked, counters opened
@@ -127,12 +137,26 @@ TC_FN void mt_init(int *argc, char ***argv, const char *name, int required)
     MPI_CHECK(MPI_T_pvar_handle_alloc(tc_session, idx, NULL, &mt_send_handle, &count));
     CHECK(count == 1, "pvar btl_ofi_send_count has count %d, expected 1", count);
     mt_have_send = 1;
+
+    idx = tc_pvar_find("btl_ofi_recv_count", &why);
+    if (idx < 0) {
+        if (tc_check_ours_enabled()) {
+            FAILF("pvar btl_ofi_recv_count: %s", why);
+        }
+        return;
+    }
+    MPI_CHECK(MPI_T_pvar_handle_alloc(tc_session, idx, NULL, &mt_recv_handle, &count));
+    CHECK(count == 1, "pvar btl_ofi_recv_count has count %d, expected 1", count);
+    mt_have_recv = 1;
 }
 
 TC_FN void mt_finish(void)
 {
     if (mt_have_send) {
         MPI_T_pvar_handle_free(tc_session, &mt_send_handle);
+    }
+    if (mt_have_recv) {
+        MPI_T_pvar_handle_free(tc_session, &mt_recv_handle);
     }
     tc_finish();
 }
