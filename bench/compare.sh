@@ -27,7 +27,7 @@
 #   PROVIDERS   space-separated (default "shm sockets tcp;ofi_rxm udp;ofi_rxd")
 #   REPS        repetitions (default 5)
 #   CONTENDERS  subset of "ours reference osc-ucx ob1-vader ob1-tcp raw"
-#   TIMEOUT     seconds per program run (default 120; QUICK: 10)
+#   TIMEOUT     seconds per program run (default 120; QUICK: 30)
 #   OUT         result folder (default bench/results/<date>, QUICK:
 #               bench/results/quick-<date>)
 #   QUICK=1     shm only, 1 repetition, 3 sizes, tiny iteration counts
@@ -52,7 +52,7 @@ quick=${QUICK:-0}
 if ((quick)); then
     PROVIDERS=${PROVIDERS:-shm}
     REPS=${REPS:-1}
-    TIMEOUT=${TIMEOUT:-10}
+    TIMEOUT=${TIMEOUT:-30}
     OUT=${OUT:-$here/results/quick-$(date +%Y-%m-%d)}
 else
     PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}

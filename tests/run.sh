@@ -15,13 +15,16 @@
 #     PASS/FAIL line per (provider, contexts, threads) group
 #     (BTL_OFI_THREADS_FULL=1 for the full matrix; see that script);
 #  7. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
-#     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes).
+#     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes);
+#  8. bench: the benchmark comparison's smoke, QUICK=1 bench/compare.sh (shm,
+#     3 sizes, every contender once; about a minute), so that the harness
+#     cannot rot; one PASS/FAIL line. Timings are never asserted.
 # Prints PASS/FAIL lines (a FAIL shows the last 40 lines of its output; full
 # logs are kept in tests/logs/) and ends with the line `N passed, N failed'.
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync badinput threads progress helgrind intree"
+#   TESTS="putget atomics sync badinput threads progress helgrind intree bench"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -38,7 +41,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync badinput threads progress helgrind intree}
+TESTS=${TESTS:-putget atomics sync badinput threads progress helgrind intree bench}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -314,6 +317,28 @@ if wanted intree; then
         fi
     else
         fail intree 0 "mktemp -d failed"
+    fi
+fi
+
+# ------------------------------------------------------------------
+# 8. benchmark smoke (bench/compare.sh QUICK=1; results in tests/logs/bench/)
+# ------------------------------------------------------------------
+if wanted bench; then
+    t0=$SECONDS
+    log=$logdir/bench.log
+    out=$logdir/bench
+    rm -rf "$out"
+    QUICK=1 OUT=$out timeout -k 15 300 bash "$repo/bench/compare.sh" </dev/null >"$log" 2>&1
+    rc=$?
+    runs=$(tail -n +2 "$out/runs.tsv" 2>/dev/null | wc -l)
+    notok=$(tail -n +2 "$out/runs.tsv" 2>/dev/null | awk -F '\t' '$7 != "ok"' | wc -l)
+    ours=$(awk -F '\t' '$1 == "ours"' "$out/medians.tsv" 2>/dev/null | wc -l)
+    if ((rc == 0)) && [[ -s $out/table.md && -s $out/targets.md && -s $out/env.txt ]] && ((ours > 0)); then
+        pass bench $((SECONDS - t0)) "QUICK=1 bench/compare.sh: $runs runs ($notok not ok, all of other contenders), $ours values of ours, $(ls "$out"/plots/*.png 2>/dev/null | wc -l) plots"
+    else
+        why=$(grep -m1 'FAILED' "$log" || head -n 1 "$out/failures.txt" 2>/dev/null)
+        ((rc == 124 || rc == 137)) && why="timed out after 300s"
+        fail bench $((SECONDS - t0)) "${why:-exit code $rc; $ours values of ours in medians.tsv}" "$log"
     fi
 fi
 
