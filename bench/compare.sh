@@ -25,19 +25,23 @@
 #
 # Environment:
 #   PROVIDERS   space-separated (default "shm sockets tcp;ofi_rxm udp;ofi_rxd")
-#   REPS        repetitions (default 5)
+#   REPS        repetitions (default 3; 5 takes about 40 min here)
 #   CONTENDERS  subset of "ours reference osc-ucx ob1-vader ob1-tcp raw"
 #   TIMEOUT     seconds per program run (default 120; QUICK: 30)
 #   OUT         result folder (default bench/results/<date>, QUICK:
 #               bench/results/quick-<date>)
 #   QUICK=1     shm only, 1 repetition, 3 sizes, tiny iteration counts
+#   UPDATE_README=1  replace README's benchmark block (between the lines
+#               "(bench-summary begin)" and "(bench-summary end)") with
+#               summary.md; never for QUICK runs
 #
 # Writes OUT/: raw/ (every run's output), runs.tsv (how every run ended),
 # data.tsv (every measurement), medians.tsv, table.md (medians with ratios
 # ours/reference, ours/osc-ucx, ours/raw, ...), targets.md (the project's
 # targets, met or missed), plots/*.png (latency and bandwidth against size,
 # one line per contender, one file per provider and op family), env.txt
-# (machine, versions, exact command lines), failures.txt.
+# (machine, versions, exact command lines), summary.md (key points as
+# speedups and the targets' verdicts: the README's block), failures.txt.
 #
 # Exit status: 0, or 1 when a benchmark program does not build, when the
 # component cannot be found, or when a run of OUR component or of the raw
@@ -56,7 +60,7 @@ if ((quick)); then
     OUT=${OUT:-$here/results/quick-$(date +%Y-%m-%d)}
 else
     PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
-    REPS=${REPS:-5}
+    REPS=${REPS:-3}
     TIMEOUT=${TIMEOUT:-120}
     OUT=${OUT:-$here/results/$(date +%Y-%m-%d)}
 fi
@@ -64,10 +68,12 @@ CONTENDERS=${CONTENDERS:-ours reference osc-ucx ob1-vader ob1-tcp raw}
 read -r -a providers <<<"$PROVIDERS"
 read -r -a contenders <<<"$CONTENDERS"
 
-# Benchmark options. Full: sizes by powers of 2, median of 5 timed runs of
-# ~10 ms each, 64 operations in flight (at most 16 MiB). udp;ofi_rxd moves
-# about 50 MB/s here, so it gets fewer sizes and at most 4 MiB in flight.
-FULL_OPTS=(-runs 5 -run-ms 10 -warm-ms 5 -window 64 -wbytes 16m)
+# Benchmark options. Full: sizes by powers of 2, median of 9 timed runs of
+# ~5 ms each (many short runs: on a shared machine a preempted run is an
+# outlier the median drops), 64 operations in flight (at most 16 MiB).
+# udp;ofi_rxd moves about 30 MB/s here, so it gets fewer sizes, longer runs
+# and at most 4 MiB in flight.
+FULL_OPTS=(-runs 9 -run-ms 5 -warm-ms 5 -window 64 -wbytes 16m)
 UDP_OPTS=(-runs 5 -run-ms 10 -warm-ms 5 -window 64 -wbytes 4m
     -sizes 1,8,64,512,4k,32k,64k,256k,1m,4m)
 QUICK_OPTS=(-runs 1 -run-ms 1 -warm-ms 0 -iters 1:200 -window 8 -wbytes 1m -sizes 8,64k,1m)
@@ -482,6 +488,44 @@ fi
     cat "$OUT/commands.txt"
 } >"$OUT/env.txt"
 rm -f "$OUT/commands.txt"
+
+# ------------------------------------------------------------------
+# 9. summary.md (the README's benchmark block) and, with UPDATE_README=1,
+#    README itself between its "bench-summary" marker lines
+# ------------------------------------------------------------------
+rel=${OUT#"$repo"/}
+{
+    echo "Latest comparison: $date_str"
+    echo "Machine: $machine"
+    echo "Load average at start $load_start, at end $load_end (shared machine)"
+    echo "Command: REPS=$REPS PROVIDERS='$PROVIDERS' bash bench/compare.sh ($REPS repetitions, medians)"
+    echo "Full table: $rel/table.md"
+    echo "Targets: $rel/targets.md"
+    echo "Machine, versions, exact command lines: $rel/env.txt"
+    echo "Plots (latency and bandwidth against size, one line per contender):"
+    echo "    $rel/plots/<provider>_{put,get,send}.png"
+    echo
+    awk -v mode=summary -v providers="${providers[*]}" -f "$here/report.awk" \
+        "$OUT/medians.tsv" "$OUT/runs.tsv"
+    echo
+    echo "Targets (details and every check in targets.md):"
+    echo
+    awk '/^\| target \| provider \| checks/ { on = 1 } on && /^$/ { exit } on' "$OUT/targets.md"
+} >"$OUT/summary.md"
+if [[ ${UPDATE_README:-0} == 1 ]]; then
+    if ((quick)); then
+        say "UPDATE_README=1 ignored for a QUICK run"
+    elif [[ $(grep -c '^(bench-summary [a-z]*)$' "$repo/README") -eq 2 ]]; then
+        awk -v f="$OUT/summary.md" '
+            /^\(bench-summary end\)$/ { skip = 0 }
+            !skip { print }
+            /^\(bench-summary begin\)$/ { while ((getline l < f) > 0) print l; skip = 1 }' \
+            "$repo/README" >"$OUT/README.new" && mv "$OUT/README.new" "$repo/README" &&
+            say "README: benchmark block updated from $rel/summary.md"
+    else
+        say "warning: README has no (bench-summary begin)/(bench-summary end) lines; not updated"
+    fi
+fi
 
 say "table: $OUT/table.md; targets: $OUT/targets.md; env: $OUT/env.txt ($((SECONDS - t_start))s)"
 if ((${#failures[@]})); then

@@ -140,19 +140,24 @@ static double timed(void (*step)(long), long n)
 /* Median over the timed runs of the seconds one step takes. */
 static double measure(void (*step)(long))
 {
-    double spent = 0, dt = 0, per_run[BENCH_MAX_RUNS];
+    double spent = 0, dt = 0, best = 0, per_run[BENCH_MAX_RUNS];
     long n = 1, iters;
 
-    /* warmup, doubling the iterations; the last pass calibrates a run */
+    /* warmup, doubling the iterations, until -warm-ms have passed */
     for (;;) {
         dt = timed(step, n);
         spent += dt;
+        /* the fastest pass calibrates: one preempted pass must not shrink
+         * every timed run of the point to a few iterations */
+        if (0 == best || dt / (double) n < best) {
+            best = dt / (double) n;
+        }
         if (spent >= opt.warm_ms * 1e-3 || n >= opt.max_iters || dt >= opt.run_ms * 1e-3) {
             break;
         }
         n *= 2;
     }
-    iters = bench_iters(&opt, dt, n);
+    iters = bench_iters(&opt, best, 1);
     for (int r = 0; r < opt.runs; ++r) {
         per_run[r] = timed(step, iters) / (double) iters;
     }

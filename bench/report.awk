@@ -1,6 +1,6 @@
 # report.awk: Markdown tables of a comparison run (used by bench/compare.sh).
 #
-#   awk -v mode=table|targets -v providers="shm sockets ..." \
+#   awk -v mode=table|targets|summary -v providers="shm sockets ..." \
 #       -f report.awk medians.tsv runs.tsv
 #
 # medians.tsv: contender provider op size metric median n   (tab-separated)
@@ -249,7 +249,55 @@ function targets(    i, p, n, j, f, s, r, what, hasref, hasucx, t, tp, k) {
     for (i = 1; i <= nchk; i++) print C[i]
 }
 
+# ------------------------------------------------------------ summary
+# One compact table for the README: the key points per provider.
+function srow(p, op, size, metric, versus,    o, a, b, c) {
+    o = val("ours", p, op, size, metric)
+    if (versus == "twosided") {
+        a = val("ob1-vader", p, op, size, metric); b = val("ob1-tcp", p, op, size, metric)
+    } else {
+        a = val("reference", p, op, size, metric); b = val("osc-ucx", p, op, size, metric)
+    }
+    c = val("raw", p, op, size, metric)
+    if (o == "" && a == "" && b == "" && c == "") return
+    printf "| %s | %s %s %s | %s | %s | %s | %s |\n", p, op, hsize(size), unit(metric),
+        cell("ours", p, op, size, metric),
+        a == "" ? cell(versus == "twosided" ? "ob1-vader" : "reference", p, op, size, metric) : sx(o, a, metric),
+        b == "" ? cell(versus == "twosided" ? "ob1-tcp" : "osc-ucx", p, op, size, metric) : sx(o, b, metric),
+        c == "" ? cell("raw", p, op, size, metric) : sx(o, c, metric)
+}
+
+# speedup of ours over x ("2.00x": ours twice as fast), "-" without ours
+function sx(o, x, metric) {
+    if (o == "" || x == "" || o + 0 == 0 || x + 0 == 0) return "-"
+    return sprintf("%.2fx", metric == "lat" ? (x + 0) / (o + 0) : (o + 0) / (x + 0))
+}
+
+function summary(    i, p) {
+    print "Speedup of ours over each contender (above 1x: ours is faster; lat in us,"
+    print "bw in MB/s, rate in Mmsg/s; a word says how that contender's runs ended)."
+    print ""
+    print "| provider | what | ours | vs reference | vs osc/ucx | vs raw |"
+    print "|---|---|---|---|---|---|"
+    for (i = 1; i <= np; i++) {
+        p = prov[i]
+        srow(p, "put", 8, "lat"); srow(p, "get", 8, "lat")
+        srow(p, "acc", 8, "lat"); srow(p, "fop", 8, "lat"); srow(p, "cas", 8, "lat")
+        srow(p, "put", 1048576, "bw"); srow(p, "get", 1048576, "bw")
+        srow(p, "put", 8, "rate")
+    }
+    print ""
+    print "| provider | what | ours | vs ob1+vader | vs ob1+tcp | vs raw |"
+    print "|---|---|---|---|---|---|"
+    for (i = 1; i <= np; i++) {
+        p = prov[i]
+        srow(p, "send", 8, "lat", "twosided"); srow(p, "send", 65536, "lat", "twosided")
+        srow(p, "send", 1048576, "bw", "twosided"); srow(p, "send", 8, "rate", "twosided")
+    }
+}
+
 END {
     if (mode == "table") table()
     else if (mode == "targets") targets()
+    else if (mode == "summary") summary()
 }
