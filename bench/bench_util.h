@@ -260,6 +260,18 @@ static inline long bench_iters(const struct bench_opts *o, double secs, long don
     return n;
 }
 
+/* Enough timed runs of a point? All -runs of them, except that a point
+ * stops after 3 runs once its runs took 3 times what -runs x -run-ms
+ * should: on a busy machine the iterations calibrated on the fastest
+ * warmup pass run much slower, and the comparison must still end. */
+static inline int bench_enough(const struct bench_opts *o, int done, double used_secs)
+{
+    if (done >= o->runs) {
+        return 1;
+    }
+    return done >= 3 && used_secs > 3.0 * o->runs * o->run_ms * 1e-3;
+}
+
 static inline void bench_line(const char *op, size_t size, const char *metric, double value)
 {
     printf("%s %zu %s %.4g\n", op, size, metric, value);

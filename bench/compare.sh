@@ -27,7 +27,7 @@
 #   PROVIDERS   space-separated (default "shm sockets tcp;ofi_rxm udp;ofi_rxd")
 #   REPS        repetitions (default 3; 5 takes about 40 min here)
 #   CONTENDERS  subset of "ours reference osc-ucx ob1-vader ob1-tcp raw"
-#   TIMEOUT     seconds per program run (default 120; QUICK: 30)
+#   TIMEOUT     seconds per program run (default 90; QUICK: 30)
 #   OUT         result folder (default bench/results/<date>, QUICK:
 #               bench/results/quick-<date>)
 #   QUICK=1     shm only, 1 repetition, 3 sizes, tiny iteration counts
@@ -61,19 +61,21 @@ if ((quick)); then
 else
     PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
     REPS=${REPS:-3}
-    TIMEOUT=${TIMEOUT:-120}
+    TIMEOUT=${TIMEOUT:-90}
     OUT=${OUT:-$here/results/$(date +%Y-%m-%d)}
 fi
 CONTENDERS=${CONTENDERS:-ours reference osc-ucx ob1-vader ob1-tcp raw}
 read -r -a providers <<<"$PROVIDERS"
 read -r -a contenders <<<"$CONTENDERS"
 
-# Benchmark options. Full: sizes by powers of 2, median of 9 timed runs of
-# ~5 ms each (many short runs: on a shared machine a preempted run is an
-# outlier the median drops), 64 operations in flight (at most 16 MiB).
-# udp;ofi_rxd moves about 30 MB/s here, so it gets fewer sizes, longer runs
-# and at most 4 MiB in flight.
-FULL_OPTS=(-runs 9 -run-ms 5 -warm-ms 5 -window 64 -wbytes 16m)
+# Benchmark options. Full: 10 sizes from 1 B to 4 MiB, median of 9 timed
+# runs of ~5 ms each (many short runs: on a shared machine a preempted run
+# is an outlier the median drops; a point stops after 3 runs when they take
+# far longer than planned), 64 operations in flight (at most 16 MiB).
+# udp;ofi_rxd moves about 30 MB/s here, so it gets longer runs and at most
+# 4 MiB in flight.
+FULL_OPTS=(-runs 9 -run-ms 5 -warm-ms 5 -window 64 -wbytes 16m
+    -sizes 1,8,64,512,4k,16k,64k,256k,1m,4m)
 UDP_OPTS=(-runs 5 -run-ms 10 -warm-ms 5 -window 64 -wbytes 4m
     -sizes 1,8,64,512,4k,32k,64k,256k,1m,4m)
 QUICK_OPTS=(-runs 1 -run-ms 1 -warm-ms 0 -iters 1:200 -window 8 -wbytes 1m -sizes 8,64k,1m)

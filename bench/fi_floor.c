@@ -400,14 +400,21 @@ static double measure(void (*step)(long, long), int both)
         n *= 2;
     }
     iters = bench_iters(&opt, best, 1);
-    for (int r = 0; r < opt.runs; ++r) {
-        if (both) {
-            MPI_Barrier(MPI_COMM_WORLD);
+    int done = 0;
+    double used = 0;
+    for (;;) {
+        /* rank 0 decides whether another run follows (bench_enough) */
+        double more = done < opt.runs && !bench_enough(&opt, done, used);
+        agree(&more, 1, both); /* also the barrier before a two-sided run */
+        if (0 == more) {
+            break;
         }
-        per_run[r] = timed(step, iters) / (double) iters;
+        double t = timed(step, iters);
+        used += t;
+        per_run[done++] = t / (double) iters;
     }
-    agree(per_run, opt.runs, both);
-    return bench_median(per_run, opt.runs);
+    agree(per_run, done, both);
+    return bench_median(per_run, done);
 }
 
 /* The target of one-sided operations polls until the origin's message. */

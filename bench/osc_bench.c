@@ -158,10 +158,14 @@ static double measure(void (*step)(long))
         n *= 2;
     }
     iters = bench_iters(&opt, best, 1);
-    for (int r = 0; r < opt.runs; ++r) {
-        per_run[r] = timed(step, iters) / (double) iters;
+    int done = 0;
+    double used = 0;
+    while (done < opt.runs && !bench_enough(&opt, done, used)) {
+        double t = timed(step, iters);
+        used += t;
+        per_run[done++] = t / (double) iters;
     }
-    return bench_median(per_run, opt.runs);
+    return bench_median(per_run, done);
 }
 
 static void usage(void)

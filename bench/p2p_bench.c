@@ -108,12 +108,21 @@ static double measure(void (*step)(long))
         n *= 2;
     }
     iters = bench_iters(&opt, best, 1);
-    for (int r = 0; r < opt.runs; ++r) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        per_run[r] = timed(step, iters) / (double) iters;
+    int done = 0;
+    double used = 0;
+    for (;;) {
+        /* rank 0 decides whether another run follows (bench_enough) */
+        int more = done < opt.runs && !bench_enough(&opt, done, used);
+        MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!more) {
+            break;
+        }
+        double t = timed(step, iters);
+        used += t;
+        per_run[done++] = t / (double) iters;
     }
-    MPI_Bcast(per_run, opt.runs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    return bench_median(per_run, opt.runs);
+    MPI_Bcast(per_run, done, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return bench_median(per_run, done);
 }
 
 int main(int argc, char **argv)
