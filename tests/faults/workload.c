@@ -2,7 +2,7 @@
  * workload: small, fully checked one-sided and two-sided traffic that stops
  * at the first error an MPI call returns.
  *
- *   workload rma|msg|all [-n ROUNDS]
+ *   workload rma|msg|bidir|all [-n ROUNDS]     (default 20 rounds)
  *
  *   rma  MPI_Win_create window (64 KiB per rank) under MPI_Win_lock_all:
  *        per round, MPI_Put of 4 KiB into the right neighbour's slot,
@@ -15,6 +15,9 @@
  *        pipeline), MPI_Send/MPI_Recv both ways, then MPI_Isend from rank 1
  *        into a receive rank 0 posted first; one message in flight at a
  *        time; every byte checked; other ranks wait.
+ *   bidir both ranks send each size at the same time (MPI_Irecv, MPI_Isend,
+ *        MPI_Waitall; MPI_Sendrecv), every byte checked (not part of
+ *        "all": on shm it hangs in some runs, see tests/faults/run.sh)
  *   all  rma, then msg.
  *
  * Errors: MPI_ERRORS_RETURN on MPI_COMM_WORLD and on the window. The first
@@ -225,6 +228,40 @@ static void run_msg(void)
     free(rbuf);
 }
 
+/* both ranks send at once: MPI_Irecv + MPI_Isend + MPI_Waitall, then
+ * MPI_Sendrecv, each size both ways at the same time */
+static void run_bidir(void)
+{
+    phase = "bidir";
+    size_t max = (1u << 20) + 7;
+    unsigned char *sbuf = malloc(max), *rbuf = malloc(max);
+    CHECK(NULL != sbuf && NULL != rbuf, "malloc");
+    if (tc_rank < 2) {
+        int peer = 1 - tc_rank;
+        for (int r = 0; r < rounds; ++r) {
+            for (size_t k = 0; k < NMSG; ++k) {
+                size_t n = msg_sizes[k];
+                int tag = (int) (r * NMSG + k);
+                MPI_Request rq[2];
+                fill_msg(sbuf, n, r);
+                memset(rbuf, 0xFF, n);
+                W(MPI_Irecv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[0]), r);
+                W(MPI_Isend(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[1]), r);
+                W(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE), r);
+                check_msg(rbuf, n, peer, r, "MPI_Isend");
+                memset(rbuf, 0xFF, n);
+                W(MPI_Sendrecv(sbuf, (int) n, MPI_BYTE, peer, tag, rbuf, (int) n, MPI_BYTE, peer,
+                               tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  r);
+                check_msg(rbuf, n, peer, r, "MPI_Sendrecv");
+            }
+        }
+    }
+    W(MPI_Barrier(MPI_COMM_WORLD), rounds);
+    free(sbuf);
+    free(rbuf);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "all";
@@ -247,6 +284,9 @@ int main(int argc, char **argv)
     }
     if (0 == strcmp(mode, "msg") || 0 == strcmp(mode, "all")) {
         run_msg();
+    }
+    if (0 == strcmp(mode, "bidir")) {
+        run_bidir();
     }
     tc_finish();
     return 0;
