@@ -31,6 +31,9 @@
 #   OUT         result folder (default bench/results/<date>, QUICK:
 #               bench/results/quick-<date>)
 #   QUICK=1     shm only, 1 repetition, 3 sizes, tiny iteration counts
+#   REPORT_ONLY=1  measure nothing: make table, targets, plots and summary
+#               again from the data of the run in OUT (after report.awk
+#               changes)
 #   UPDATE_README=1  replace README's benchmark block (between the lines
 #               "(bench-summary begin)" and "(bench-summary end)") with
 #               summary.md; never for QUICK runs
@@ -95,9 +98,22 @@ die() {
 unset_vars=$(env | sed -n 's/^\(OMPI_MCA_[A-Za-z0-9_]*\)=.*/\1/p' | tr '\n' ' ')
 for v in $unset_vars; do unset "$v"; done
 
-rm -rf "$OUT/raw" "$OUT/plots" "$OUT/failures.txt"
-mkdir -p "$OUT/raw" "$OUT/plots/data" "$bindir" || exit 1
-: >"$OUT/failures.txt"
+report_only=${REPORT_ONLY:-0}
+[[ $report_only == 1 ]] || report_only=0
+if ((report_only)); then
+    [[ -s $OUT/runs.tsv && -s $OUT/data.tsv && -s $OUT/meta.sh ]] ||
+        { say "REPORT_ONLY=1: $OUT has no runs.tsv, data.tsv and meta.sh of a run"; exit 1; }
+    # shellcheck source=/dev/null
+    . "$OUT/meta.sh"
+    read -r -a providers <<<"$PROVIDERS"
+    rm -rf "$OUT/plots"
+    mkdir -p "$OUT/plots/data" || exit 1
+else
+    rm -rf "$OUT/raw" "$OUT/plots" "$OUT/failures.txt"
+    mkdir -p "$OUT/raw" "$OUT/plots/data" "$bindir" || exit 1
+    : >"$OUT/failures.txt"
+fi
+ptok() { local p=${1//;/+}; echo "${p:--}"; } # file-name form of a provider
 
 # ------------------------------------------------------------------
 # 1. tools: gnuplot (installed when missing, as root)
@@ -117,6 +133,9 @@ if ! command -v gnuplot >/dev/null 2>&1; then
     fi
 fi
 
+# Steps 2 to 5 measure; REPORT_ONLY=1 skips them (and env.txt) and makes
+# the tables, targets, plots and summary again from OUT's data.
+if ((!report_only)); then
 # ------------------------------------------------------------------
 # 2. the benchmark programs
 # ------------------------------------------------------------------
@@ -158,8 +177,6 @@ fi
 # ------------------------------------------------------------------
 # 4. the jobs: contender|provider|group[+group...]
 # ------------------------------------------------------------------
-ptok() { local p=${1//;/+}; echo "${p:--}"; } # file-name form of a provider
-
 ops_of_group() {
     case $1 in
     lat) echo put,get,acc,fop ;;
@@ -246,7 +263,9 @@ classify() { # rc out err contender
         echo not-reference
     elif ((rc == 0)) && grep -q '^# verify ok' "$out"; then
         echo ok
-    elif cat "$out" "$err" | grep -q -E 'MPI_ERR_WIN|unable to reach each other|unreachable|pml-add-procs-fail|offers no FI_EP_RDM|No components were able'; then
+    # 53 is MPI_ERR_WIN, mpirun's exit code when MPI_Win_create failed
+    # (Open MPI's forwarding of the message to the terminal sometimes loses it)
+    elif ((rc == 53)) || cat "$out" "$err" | grep -q -E 'MPI_ERR_WIN|unable to reach each other|unreachable|pml-add-procs-fail|offers no FI_EP_RDM|No components were able'; then
         echo refused
     elif ((rc >= 128)) || cat "$out" "$err" | grep -q -E 'Segmentation fault|signal [0-9]+|Aborted|core dumped'; then
         echo crashed
@@ -328,6 +347,11 @@ for ((rep = 1; rep <= REPS; rep++)); do
     done
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+date_str=$(date '+%Y-%m-%d %H:%M %Z')
+machine="$(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(uname -sr)"
+printf 'date_str=%q\nmachine=%q\nload_start=%q\nload_end=%q\nREPS=%q\nPROVIDERS=%q\nquick=%q\n' \
+    "$date_str" "$machine" "$load_start" "$load_end" "$REPS" "$PROVIDERS" "$quick" >"$OUT/meta.sh"
+fi # !report_only
 
 # ------------------------------------------------------------------
 # 6. medians, table, targets
@@ -343,8 +367,6 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
             END { flush() }'
 } >"$OUT/medians.tsv"
 
-date_str=$(date '+%Y-%m-%d %H:%M %Z')
-machine="$(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)), $(uname -sr)"
 {
     echo "# btl/ofi benchmark comparison, $date_str"
     echo
@@ -450,9 +472,9 @@ if ((have_gnuplot)); then
 fi
 
 # ------------------------------------------------------------------
-# 8. env.txt
+# 8. env.txt (not for REPORT_ONLY=1: it describes the measuring run)
 # ------------------------------------------------------------------
-{
+((report_only)) || {
     echo "date: $date_str"
     echo "command: QUICK=$quick PROVIDERS='$PROVIDERS' REPS=$REPS CONTENDERS='$CONTENDERS' TIMEOUT=$TIMEOUT bash bench/compare.sh"
     echo "duration: $((SECONDS - t_start)) s"
@@ -489,7 +511,7 @@ fi
     echo "== exact command lines (repetition 1, in order; each under timeout -k 5 $TIMEOUT)"
     cat "$OUT/commands.txt"
 } >"$OUT/env.txt"
-rm -f "$OUT/commands.txt"
+((report_only)) || rm -f "$OUT/commands.txt"
 
 # ------------------------------------------------------------------
 # 9. summary.md (the README's benchmark block) and, with UPDATE_README=1,
