@@ -2,7 +2,7 @@
 #
 # bench/compare.sh: THE benchmark comparison of this project's btl/ofi.
 #
-#   bash bench/compare.sh              full comparison (~25 min here)
+#   bash bench/compare.sh              full comparison (~20 min here)
 #   QUICK=1 bash bench/compare.sh      seconds-long smoke (tests/run.sh runs it
 #                                      as its `bench' test)
 #

@@ -334,7 +334,7 @@ if wanted bench; then
     notok=$(tail -n +2 "$out/runs.tsv" 2>/dev/null | awk -F '\t' '$7 != "ok"' | wc -l)
     ours=$(awk -F '\t' '$1 == "ours"' "$out/medians.tsv" 2>/dev/null | wc -l)
     if ((rc == 0)) && [[ -s $out/table.md && -s $out/targets.md && -s $out/env.txt ]] && ((ours > 0)); then
-        pass bench $((SECONDS - t0)) "QUICK=1 bench/compare.sh: $runs runs ($notok not ok, all of other contenders), $ours values of ours, $(ls "$out"/plots/*.png 2>/dev/null | wc -l) plots"
+        pass bench $((SECONDS - t0)) "QUICK=1 bench/compare.sh: $runs runs ($notok of them not ok, none of ours or raw), $ours values of ours, $(ls "$out"/plots/*.png 2>/dev/null | wc -l) plots"
     else
         why=$(grep -m1 'FAILED' "$log" || head -n 1 "$out/failures.txt" 2>/dev/null)
         ((rc == 124 || rc == 137)) && why="timed out after 300s"
