@@ -261,11 +261,11 @@ run_case() {
             report FAIL "$label" $((SECONDS - t0)) "compiling tests/threads/mt.c failed" "$log"
             return
         fi
-        # rounds per thread: 24, 16 from 4 threads on, 8 from 8 threads on
+        # rounds per thread: 24, 12 from 4 threads on, 6 from 8 threads on
         # (2 cores: every extra polling thread slows all of them)
         local rounds=24
-        ((b >= 4)) && rounds=16
-        ((b >= 8)) && rounds=8
+        ((b >= 4)) && rounds=12
+        ((b >= 8)) && rounds=6
         BTL_OFI_EXPECT_PROVIDER=$prov BTL_OFI_EXPECT_CONTEXTS=$a \
             run_logged "$log" "$test_timeout" "$ofirun" -np 2 \
             --mca btl_ofi_provider_include "$prov" \
