@@ -146,6 +146,11 @@ typedef struct mca_btl_ofi_context_t {
     size_t rbuf_size; /* bytes of each posted buffer */
     uint64_t rflags;  /* FI_MULTI_RECV, or 0 */
     opal_list_t pending;
+    /* pml fragments the provider refused for now (-FI_EAGAIN, or a full
+     * transmit queue), posted in order by progress */
+    opal_list_t sendq;
+    /* puts and gets refused the same way (still counted as outstanding) */
+    opal_list_t rdmaq;
     /* receive buffers the provider refused for now (-FI_EAGAIN) */
     struct mca_btl_ofi_rdesc_t *repost;
     /* completions the progress thread read but left to an MPI thread, in

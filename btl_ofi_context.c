@@ -190,6 +190,8 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
         OBJ_CONSTRUCT(&module->contexts[i].lock, opal_mutex_t);
         OBJ_CONSTRUCT(&module->contexts[i].completions, opal_free_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].pending, opal_list_t);
+        OBJ_CONSTRUCT(&module->contexts[i].sendq, opal_list_t);
+        OBJ_CONSTRUCT(&module->contexts[i].rdmaq, opal_list_t);
         module->contexts[i].module = module;
     }
     module->num_contexts = count;
@@ -276,6 +278,10 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
         context->deferred = NULL;
         context->deferred_count = 0;
         OBJ_DESTRUCT(&context->pending);
+        while (NULL != opal_list_remove_first(&context->rdmaq)) {
+        }
+        OBJ_DESTRUCT(&context->rdmaq);
+        OBJ_DESTRUCT(&context->sendq);
         OBJ_DESTRUCT(&context->completions);
         OBJ_DESTRUCT(&context->lock);
     }
@@ -440,8 +446,12 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
                                  ? OPAL_ERROR
                                  : OPAL_SUCCESS);
     }
-    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
+    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending) || NULL != context->repost
+                      || !opal_list_is_empty(&context->sendq))) {
         mca_btl_ofi_msg_flush_pending(context);
+    }
+    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->rdmaq))) {
+        mca_btl_ofi_rdma_flush_parked(context);
     }
     if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {
         MCA_BTL_OFI_REPORT("fi_cq_read", count);

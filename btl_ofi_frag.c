@@ -103,14 +103,39 @@ mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t *btl,
     return des;
 }
 
+/* Post a fragment's message; the context lock is held. -FI_EAGAIN when the
+ * transmit queue is full (ours or the provider's). */
+static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
+                                            mca_btl_ofi_frag_t *frag)
+{
+    size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+    ssize_t rc;
+
+    /* no progress from here (unlike mca_btl_ofi_context_has_room): the lock
+     * is held, and progress itself calls this to empty the queue */
+    if (OPAL_UNLIKELY(context->outstanding >= context->module->tx_limit)) {
+        return -FI_EAGAIN;
+    }
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
+             ? -FI_EIO
+             : fi_send(context->tx, frag->hdr, len, NULL,
+                       frag->endpoint->addrs[context->index], &frag->op.ofi_ctx);
+    if (OPAL_LIKELY(0 == rc)) {
+        /* under the lock, so its completion cannot be read before this */
+        (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+        context->counters.send_count++;
+        context->counters.send_bytes += len;
+    }
+    return rc;
+}
+
 int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
     mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) des;
-    size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
-    ssize_t rc;
+    ssize_t rc = -FI_EAGAIN;
 
     frag->hdr->type = MCA_BTL_OFI_MSG_AM;
     frag->hdr->op = tag;
@@ -118,30 +143,55 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     frag->context = context;
     /* ob1 relies on the callback even when it gave us ownership */
     des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
-    if (OPAL_UNLIKELY(!mca_btl_ofi_context_has_room(context))) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
-                 &frag->op.ofi_ctx);
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.send_count++;
-        context->counters.send_bytes += len;
+    if (OPAL_LIKELY(opal_list_is_empty(&context->sendq))) {
+        rc = mca_btl_ofi_frag_post(context, frag);
+    }
+    if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
+        /* Keep it, behind any already waiting, for progress to post. Handing
+         * the refusal back would stall ob1: it retries a refused fragment
+         * only when another of its sends completes, and there may be none
+         * (shm refuses sends while a large message to that peer is in
+         * flight). */
+        opal_list_append(&context->sendq, &frag->base.super.super);
+        rc = 0;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
-
-    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
-    if (-FI_EAGAIN == rc) {
-        (void) mca_btl_ofi_context_progress(context);
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
     MCA_BTL_OFI_REPORT("fi_send", rc);
     return OPAL_ERROR;
+}
+
+/* Post the fragments send() had to keep, in order, until the queue is full
+ * again. A fragment the provider rejects for good completes with an error. */
+static void mca_btl_ofi_sendq_flush(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_frag_t *frag;
+    ssize_t rc;
+
+    while (true) {
+        MCA_BTL_OFI_LOCK(&context->lock);
+        if (opal_list_is_empty(&context->sendq)) {
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+            return;
+        }
+        frag = (mca_btl_ofi_frag_t *) opal_list_get_first(&context->sendq);
+        rc = mca_btl_ofi_frag_post(context, frag);
+        if (-FI_EAGAIN == rc) {
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+            return;
+        }
+        (void) opal_list_remove_first(&context->sendq);
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+        if (OPAL_UNLIKELY(0 != rc)) {
+            MCA_BTL_OFI_REPORT("fi_send", rc);
+            (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+            mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
+        }
+    }
 }
 
 /* Largest message sendi builds on the stack and injects. */
@@ -181,7 +231,14 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
 
     context = mca_btl_ofi_context_get(module);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
+    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->sendq))) {
+        /* fragments are waiting: go behind them, through send() */
+        rc = -FI_EAGAIN;
+    } else {
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
+                 ? -FI_EIO
+                 : fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
+    }
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
         context->counters.send_bytes += len;
@@ -333,6 +390,9 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context)
         OBJ_RELEASE(((mca_btl_ofi_pending_t *) item)->endpoint);
         OBJ_RELEASE(item);
     }
+    /* fragments never posted: their memory goes with the free list */
+    while (NULL != opal_list_remove_first(&context->sendq)) {
+    }
     free(context->rdescs);
     free(context->rbufs);
     context->rdescs = NULL;
@@ -478,6 +538,9 @@ void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context)
         mca_btl_ofi_rdesc_t *next = parked->next_repost;
         (void) mca_btl_ofi_msg_post(parked); /* parks it again if still refused */
         parked = next;
+    }
+    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->sendq))) {
+        mca_btl_ofi_sendq_flush(context);
     }
 
     while (true) {

@@ -36,6 +36,90 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
     return OPAL_ERROR;
 }
 
+/* Post a put or get; the context lock is held. */
+static inline ssize_t mca_btl_ofi_rdma_post(mca_btl_ofi_context_t *context,
+                                            mca_btl_ofi_completion_t *comp, int kind,
+                                            size_t size, uint64_t raddr, uint64_t key)
+{
+    fi_addr_t peer = comp->endpoint->addrs[context->index];
+    void *desc = mca_btl_ofi_local_desc(comp->local_handle);
+    ssize_t rc;
+
+    if (MCA_BTL_OFI_PARKED_PUT == kind) {
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_WRITE)
+                 ? -FI_EIO
+                 : fi_write(context->tx, comp->local_address, size, desc, peer, raddr, key,
+                            &comp->op.ofi_ctx);
+        if (OPAL_LIKELY(0 == rc)) {
+            context->counters.put_count++;
+            context->counters.put_bytes += size;
+        }
+    } else {
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_READ)
+                 ? -FI_EIO
+                 : fi_read(context->tx, comp->local_address, size, desc, peer, raddr, key,
+                           &comp->op.ofi_ctx);
+        if (OPAL_LIKELY(0 == rc)) {
+            context->counters.get_count++;
+            context->counters.get_bytes += size;
+        }
+    }
+    return rc;
+}
+
+/* A put or get the provider refused (-FI_EAGAIN) stays with us, in order,
+ * and progress posts it again; the lock is held. osc/rdma would retry a
+ * refused operation itself, but ob1 retries only from the completion
+ * callbacks of its other operations, and there may be none left. */
+static inline ssize_t mca_btl_ofi_rdma_start(mca_btl_ofi_context_t *context,
+                                             mca_btl_ofi_completion_t *comp, int kind,
+                                             size_t size, uint64_t raddr, uint64_t key)
+{
+    ssize_t rc = -FI_EAGAIN;
+
+    if (OPAL_LIKELY(opal_list_is_empty(&context->rdmaq))) {
+        rc = mca_btl_ofi_rdma_post(context, comp, kind, size, raddr, key);
+    }
+    if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
+        comp->parked_kind = kind;
+        comp->parked_size = size;
+        comp->parked_raddr = raddr;
+        comp->parked_key = key;
+        opal_list_append(&context->rdmaq, &comp->super.super);
+        rc = 0;
+    }
+    return rc;
+}
+
+void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_completion_t *comp;
+    ssize_t rc;
+
+    while (true) {
+        MCA_BTL_OFI_LOCK(&context->lock);
+        if (opal_list_is_empty(&context->rdmaq)) {
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+            return;
+        }
+        comp = (mca_btl_ofi_completion_t *) opal_list_get_first(&context->rdmaq);
+        rc = mca_btl_ofi_rdma_post(context, comp, comp->parked_kind, comp->parked_size,
+                                   comp->parked_raddr, comp->parked_key);
+        if (-FI_EAGAIN == rc) {
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+            return;
+        }
+        (void) opal_list_remove_first(&context->rdmaq);
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+        if (OPAL_UNLIKELY(0 != rc)) {
+            MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write"
+                                                                           : "fi_read",
+                               rc);
+            mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
+        }
+    }
+}
+
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     mca_btl_base_registration_handle_t *local_handle,
@@ -58,14 +142,9 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_WRITE) ? -FI_EIO : fi_write(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
-                  endpoint->addrs[context->index],
-                  mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                  remote_handle->key, &comp->op.ofi_ctx);
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.put_count++;
-        context->counters.put_bytes += size;
-    }
+    rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_PUT, size,
+                                mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                                remote_handle->key);
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_write");
@@ -93,14 +172,9 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_READ) ? -FI_EIO : fi_read(context->tx, local_address, size, mca_btl_ofi_local_desc(local_handle),
-                 endpoint->addrs[context->index],
-                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                 remote_handle->key, &comp->op.ofi_ctx);
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.get_count++;
-        context->counters.get_bytes += size;
-    }
+    rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_GET, size,
+                                mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                                remote_handle->key);
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_read");

@@ -26,6 +26,11 @@ typedef struct mca_btl_ofi_completion_t {
     /* atomic operand and compare value: libfabric reads them after the post
      * returns, so they live here rather than on the caller's stack */
     uint64_t operand[2];
+    /* a put or get parked on context->rdmaq: what to post again */
+    int parked_kind; /* MCA_BTL_OFI_PARKED_PUT or _GET */
+    size_t parked_size;
+    uint64_t parked_raddr;
+    uint64_t parked_key;
 } mca_btl_ofi_completion_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_completion_t);
 
@@ -82,6 +87,11 @@ static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp,
  */
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
                             ssize_t rc, const char *call);
+
+enum { MCA_BTL_OFI_PARKED_PUT = 1, MCA_BTL_OFI_PARKED_GET = 2 };
+
+/** Post the puts and gets the provider refused earlier, in order. */
+void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context);
 
 static inline int mca_btl_ofi_post_result(mca_btl_ofi_context_t *context,
                                           mca_btl_ofi_completion_t *comp, ssize_t rc,

@@ -10,6 +10,10 @@
 #  4. runs every MPI test for every provider and rank count through
 #     scripts/ofirun (timeout each), with BTL_OFI_EXPECT_PROVIDER set so
 #     the test checks which provider our component selected;
+#  4b. twosided: the cases of tests/twosided/run.sh (pml ob1 over btl
+#     ofi,self only: ping-pong with each protocol forced, unexpected-message
+#     flood, collectives, matching/probe/cancel, one- and two-sided mixed,
+#     back-to-back jobs), one PASS/FAIL line each;
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
 #  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
 #     PASS/FAIL line per (provider, contexts, threads) group
@@ -24,7 +28,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync badinput threads progress helgrind intree bench"
+#   TESTS="putget atomics sync twosided badinput threads progress helgrind intree bench"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -41,7 +45,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync badinput threads progress helgrind intree bench}
+TESTS=${TESTS:-putget atomics sync twosided badinput threads progress helgrind intree bench}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -239,6 +243,48 @@ if ((any_mpi)); then
             done
         done
     done
+fi
+
+# ------------------------------------------------------------------
+# 4b. two-sided tests: tests/twosided/run.sh runs each case and prints one
+#     PASS/FAIL/SKIP line for it
+# ------------------------------------------------------------------
+run_sub_cases() { # script label-prefix case...
+    local script=$1 prefix=$2 c t0 log line
+    shift 2
+    for c in "$@"; do
+        t0=$SECONDS
+        log=$logdir/$prefix-run-${c//[:;]/-}.log
+        PROVIDERS=$PROVIDERS BTL_OFI_TEST_TIMEOUT=$test_timeout \
+            "$script" "$c" </dev/null >"$log" 2>&1
+        line=$(grep -m1 -E '^(PASS|FAIL|SKIP) ' "$log")
+        if [[ $line =~ ^PASS\ (.*)\ \([0-9]+s\)(\ --\ (.*))?$ ]]; then
+            pass "${BASH_REMATCH[1]}" $((SECONDS - t0)) "${BASH_REMATCH[3]}"
+        elif [[ $line =~ ^SKIP\ ([^:]*):\ (.*)$ ]]; then
+            skipped=$((skipped + 1))
+            echo "SKIP ${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}"
+        elif [[ $line =~ ^FAIL\ (.*)\ \([0-9]+s\):\ (.*)$ ]]; then
+            fail "${BASH_REMATCH[1]}" $((SECONDS - t0)) "${BASH_REMATCH[2]}" "$log"
+        else
+            fail "$prefix $c" $((SECONDS - t0)) "${script#"$repo"/} printed no result line" "$log"
+        fi
+    done
+}
+
+if wanted twosided; then
+    run_sub_cases "$here/twosided/run.sh" twosided \
+        $(PROVIDERS=$PROVIDERS "$here/twosided/run.sh" --list)
+fi
+
+# faults: tests/faults/run.sh (peer death, registration exposure, injected
+# provider failures, MCA fuzz, AddressSanitizer, memcheck, endurance)
+if wanted faults; then
+    if [[ -x $here/faults/run.sh ]]; then
+        run_sub_cases "$here/faults/run.sh" faults \
+            $(PROVIDERS=$PROVIDERS "$here/faults/run.sh" --list)
+    else
+        fail faults 0 "tests/faults/run.sh is missing"
+    fi
 fi
 
 # ------------------------------------------------------------------

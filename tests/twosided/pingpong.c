@@ -18,6 +18,9 @@
  * complement of what is expected, so any byte not written shows too, and
  * guard bytes on both sides must stay untouched.
  *
+ * Window: 8 messages in flight from one rank to the other (1 KiB to 4 MiB,
+ * up to -max/8), receives posted before and after the sends, both ways.
+ *
  * Strided: MPI_Type_vector(count, blk, 2*blk, MPI_BYTE) for a set of
  * (blk, count) from 1 B to 16 MiB of payload, as vector->vector,
  * vector->contiguous and contiguous->vector; the gaps of a receiving
@@ -282,6 +285,80 @@ static void strided_message(int from, const vcase_t *vc, int combo, int w, int t
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * WINDOW messages of n bytes in flight from one rank to the other (receives
+ * posted first on even rounds, after the sends on odd ones), ROUNDS times per
+ * size, each way. A transport that refuses a fragment while another large
+ * message is in flight, and leaves the retry to ob1, stalls here: ob1 only
+ * retries when one of its sends completes.
+ */
+#define WINDOW 8
+static void window_phase(size_t max, unsigned char *sbuf, unsigned char *rbuf)
+{
+    static const size_t wsizes[] = {1024, 9000, 16384, 20000, 65536, 262145, 1048576, 4194304};
+    MPI_Request reqs[WINDOW];
+    MPI_Status sts[WINDOW];
+    double t0 = tc_now();
+    int ncases = 0;
+
+    for (size_t k = 0; k < sizeof(wsizes) / sizeof(wsizes[0]); ++k) {
+        size_t n = wsizes[k];
+        int rounds = n >= TS_MIB ? 2 : 12;
+        if (n * WINDOW > max) {
+            continue;
+        }
+        ++ncases;
+        for (int r = 0; r < 2 * rounds; ++r) {
+            int from = r % 2, pre = (r / 2) % 2;
+            int tag = 32000 + (int) k * 64 + r;
+            char what[160];
+            if (me == from) {
+                for (int j = 0; j < WINDOW; ++j) {
+                    tc_fill(sbuf + (size_t) j * n, from, n, (unsigned) (r * WINDOW + j));
+                }
+                if (pre) {
+                    MPI_CHECK(MPI_Barrier(pair));
+                }
+                for (int j = 0; j < WINDOW; ++j) {
+                    MPI_CHECK(MPI_Isend(sbuf + (size_t) j * n, (int) n, MPI_BYTE, 1 - from, tag,
+                                        pair, &reqs[j]));
+                }
+                if (!pre) {
+                    MPI_CHECK(MPI_Barrier(pair));
+                }
+                MPI_CHECK(MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE));
+            } else {
+                memset(rbuf, 0, n * WINDOW);
+                if (pre) {
+                    for (int j = 0; j < WINDOW; ++j) {
+                        MPI_CHECK(MPI_Irecv(rbuf + (size_t) j * n, (int) n, MPI_BYTE, from, tag,
+                                            pair, &reqs[j]));
+                    }
+                }
+                MPI_CHECK(MPI_Barrier(pair));
+                if (!pre) {
+                    for (int j = 0; j < WINDOW; ++j) {
+                        MPI_CHECK(MPI_Irecv(rbuf + (size_t) j * n, (int) n, MPI_BYTE, from, tag,
+                                            pair, &reqs[j]));
+                    }
+                }
+                MPI_CHECK(MPI_Waitall(WINDOW, reqs, sts));
+                for (int j = 0; j < WINDOW; ++j) {
+                    snprintf(what, sizeof(what),
+                             "window: message %d of %d, %zu bytes rank %d -> rank %d round %d "
+                             "(receives posted %s)",
+                             j, WINDOW, n, from, 1 - from, r, pre ? "first" : "after");
+                    ts_check_status(what, &sts[j], MPI_BYTE, from, tag, (long long) n);
+                    tc_verify(what, rbuf + (size_t) j * n, from, n, (unsigned) (r * WINDOW + j));
+                }
+            }
+        }
+    }
+    tc_say("window: %d sizes, %d messages in flight, both ways, receives posted before and "
+           "after, in %.2fs",
+           ncases, WINDOW, tc_now() - t0);
+}
+
 int main(int argc, char **argv)
 {
     ts_init(&argc, &argv, "pingpong");
@@ -393,6 +470,9 @@ int main(int argc, char **argv)
                   d.put_bytes, large_received);
         }
     }
+
+    /* ---- windows: many messages in flight to one peer ---- */
+    window_phase(max, sbuf, rbuf);
 
     /* ---- strided ---- */
     if (vmax > 0) {

@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+#
+# Two-sided tests of btl/ofi (issue 3): pml/ob1 over `btl ofi,self' only, on
+# every provider, with every protocol of ob1 forced in turn.
+#
+#   tests/twosided/run.sh                   every case, then "N passed, N failed"
+#   tests/twosided/run.sh --list            case names
+#   tests/twosided/run.sh CASE..            run these cases
+#
+# Each case prints one line: "PASS <label> (Ns) -- detail",
+# "FAIL <label> (Ns): why" (then the end of its log) or "SKIP <label>: why"
+# (a missing provider, only with BTL_OFI_ALLOW_SKIP=1). Exit status: 0 all
+# passed, 1 something failed. Full logs: tests/logs/twosided/.
+#
+# Cases (PROV is a provider name with ';' written '+'):
+#   pingpong:PROV:PROTO  tests/bin/pingpong, 2 ranks: every size 0 B..64 MiB
+#                        (0, 2^k-1, 2^k, 2^k+1), contiguous and strided
+#                        (MPI_Type_vector) up to 16 MiB of payload, every
+#                        byte checked, with ob1's protocol forced:
+#                          eager  sizes up to 4 KiB only (below the 8 KiB
+#                                 eager limit): no put and no get may happen
+#                          send   btl_ofi_flags without put and get: ob1's
+#                                 copy pipeline (rendezvous in send
+#                                 fragments); no put/get may happen
+#                          get    RGET: default flags; large messages must be
+#                                 read with btl get, never put
+#                          put    RPUT: btl_ofi_flags without get; large
+#                                 messages must be written with put
+#   flood:PROV:NP        tests/bin/flood: thousands of unexpected messages
+#                        from every sender before any receive is posted
+#   coll:PROV:NP         tests/bin/coll: bcast, allreduce, alltoallv, gather,
+#                        reduce_scatter, every result checked
+#   match:PROV:NP        tests/bin/match: MPI_ANY_SOURCE, MPI_Iprobe,
+#                        MPI_Improbe/MPI_Mrecv, MPI_Cancel
+#   mixed:PROV:NP        tests/bin/mixed: osc/rdma and ob1 traffic interleaved
+#   jobs:PROV:COUNT      COUNT short jobs back to back (tests/bin/mixed
+#                        -rounds 2 on 2 ranks: init, one- and two-sided
+#                        traffic, finalize); every one must pass
+#
+# Matrix: every provider: pingpong with eager, send, get and put; flood,
+# coll, match and mixed with 4 ranks; coll also with 3 ranks (odd rank
+# counts take other collective algorithms); flood with 2. jobs on sockets
+# and shm, BTL_OFI_JOBS (default 200) each.
+#
+# Environment: PROVIDERS, BTL_OFI_TEST_TIMEOUT (seconds per run, default
+# 300), BTL_OFI_ALLOW_SKIP, BTL_OFI_PREFIX (through scripts/ofirun),
+# BTL_OFI_JOBS (jobs per jobs case, default 200).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+tests=$(cd "$here/.." && pwd)
+repo=$(cd "$tests/.." && pwd)
+bindir=$tests/bin
+logdir=$tests/logs/twosided
+ofirun=$repo/scripts/ofirun
+
+PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
+test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
+njobs=${BTL_OFI_JOBS:-200}
+progs="pingpong flood coll match mixed"
+
+mkdir -p "$bindir" "$logdir"
+
+# ------------------------------------------------------------------ cases
+list_cases() {
+    local prov p proto
+    for prov in $PROVIDERS; do
+        p=${prov//;/+}
+        for proto in eager send get put; do
+            echo "pingpong:$p:$proto"
+        done
+        echo "flood:$p:2"
+        echo "flood:$p:4"
+        echo "coll:$p:3"
+        echo "coll:$p:4"
+        echo "match:$p:4"
+        echo "mixed:$p:4"
+        if [[ $prov == shm || $prov == sockets ]]; then
+            echo "jobs:$p:$njobs"
+        fi
+    done
+}
+
+if [[ ${1:-} == --list ]]; then
+    list_cases
+    exit 0
+fi
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+fi
+
+# ------------------------------------------------------------------ helpers
+fi_list=$(fi_info -l 2>&1)
+
+provider_problem() { # prints why the provider cannot be tested, or nothing
+    local prov=$1 part info
+    IFS=';' read -r -a parts <<<"$prov"
+    for part in "${parts[@]}"; do
+        if ! grep -q "^$part:" <<<"$fi_list"; then
+            echo "libfabric provider '$part' is not in 'fi_info -l'"
+            return
+        fi
+    done
+    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC|FI_MSG' 2>&1)
+    if ! grep -qx "provider: $prov" <<<"$info"; then
+        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC|FI_MSG' reports no such endpoint"
+    fi
+}
+
+compile() { # prog: build tests/bin/prog from tests/twosided/prog.c when stale
+    local prog=$1 src=$here/$1.c out=$bindir/$1
+    if [[ -x $out && $out -nt $src && $out -nt $here/ts.h && $out -nt $tests/common.h ]]; then
+        return 0
+    fi
+    if ! mpicc -g -O2 -Wall -o "$out" "$src" >"$logdir/compile-$prog.log" 2>&1; then
+        cat "$logdir/compile-$prog.log"
+        return 1
+    fi
+    return 0
+}
+
+passed=0
+failed=0
+skipped=0
+
+report() { # PASS|FAIL|SKIP label secs text [log]
+    local what=$1 label=$2 secs=$3 text=$4 log=${5:-}
+    case $what in
+    PASS)
+        passed=$((passed + 1))
+        echo "PASS $label (${secs}s)${text:+ -- $text}"
+        ;;
+    SKIP)
+        skipped=$((skipped + 1))
+        echo "SKIP $label: $text"
+        ;;
+    *)
+        failed=$((failed + 1))
+        echo "FAIL $label (${secs}s): $text"
+        if [[ -n $log && -f $log ]]; then
+            echo "---- last 40 lines of ${log#"$repo"/} ----"
+            tail -n 40 "$log"
+            echo "---- end of ${log#"$repo"/} ----"
+        fi
+        ;;
+    esac
+}
+
+# why a run failed: its first "FAIL [rank ...]" line, else the first line
+# of a crash, an Open MPI error or a loader error, shortened
+first_fail() {
+    local what
+    what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
+    if [[ -z $what ]]; then
+        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal|fi call failed|MPI_ERR|btl/ofi' "$1" | cut -c1-300)
+    fi
+    echo "$what"
+}
+
+# runs one MPI job, appending its command and output to the log
+run_logged() { # log cmd...
+    local log=$1
+    shift
+    printf '$' >>"$log"
+    printf ' %q' "$@" >>"$log"
+    echo >>"$log"
+    timeout -k 20 "$test_timeout" "$@" </dev/null >>"$log" 2>&1
+}
+
+check_result() { # label log rc okname t0 detail
+    local label=$1 log=$2 rc=$3 okname=$4 t0=$5 detail=$6 secs what
+    secs=$((SECONDS - t0))
+    if ((rc == 124 || rc == 137)); then
+        report FAIL "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
+    elif ((rc != 0)); then
+        what=$(first_fail "$log")
+        report FAIL "$label" $secs "exit code $rc${what:+: $what}" "$log"
+    elif ! grep -qx "OK $okname" "$log"; then
+        report FAIL "$label" $secs "exit code 0 but no 'OK $okname' line" "$log"
+    else
+        report PASS "$label" $secs "$detail"
+    fi
+}
+
+# rank 0's counter line of a run, as the detail of its PASS line
+counters_of() {
+    sed -n 's/^ *counters rank 0 [^:]*: /rank 0: /p' "$1" | head -n 1 | cut -c1-160
+}
+
+# btl_ofi_flags: our default flags (ompi_info --param btl ofi) without the
+# given comma-separated ones
+flags_without() { # drop...
+    local all=send,put,get,atomics,fetching-atomics,rdma-flush f out=""
+    for f in ${all//,/ }; do
+        [[ ",$1," == *",$f,"* ]] && continue
+        out=${out:+$out,}$f
+    done
+    echo "$out"
+}
+
+# ------------------------------------------------------------------ one case
+run_case() {
+    local c=$1 group pname prov a label log t0 rc
+    IFS=: read -r group pname a <<<"$c"
+    prov=${pname//+/;}
+    t0=$SECONDS
+    log=$logdir/${c//:/-}.log
+    : >"$log"
+
+    case $group in
+    pingpong) label="twosided $prov pingpong $a" ;;
+    flood | coll | match | mixed) label="twosided $prov $group np=$a" ;;
+    jobs) label="twosided $prov $a back-to-back jobs" ;;
+    *)
+        report FAIL "$c" 0 "unknown case (see --list)"
+        return
+        ;;
+    esac
+
+    local why
+    why=$(provider_problem "$prov")
+    if [[ -n $why ]]; then
+        if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
+            report SKIP "$label" 0 "$why (allowed by BTL_OFI_ALLOW_SKIP=1)"
+        else
+            report FAIL "$label" 0 "$why (BTL_OFI_ALLOW_SKIP=1 to allow)"
+        fi
+        return
+    fi
+
+    local prog=$group
+    [[ $group == jobs ]] && prog=mixed
+    if ! compile "$prog" >>"$log"; then
+        report FAIL "$label" $((SECONDS - t0)) "compiling tests/twosided/$prog.c failed" "$log"
+        return
+    fi
+
+    local -a sel=(--mca btl_ofi_provider_include "$prov")
+    case $group in
+    pingpong)
+        local -a args=()
+        case $a in
+        eager) args=(-max 4k -vmax 4k -proto send) ;;
+        send)
+            sel+=(--mca btl_ofi_flags "$(flags_without put,get)")
+            args=(-proto send)
+            ;;
+        get) args=(-proto get) ;;
+        put)
+            sel+=(--mca btl_ofi_flags "$(flags_without get)")
+            args=(-proto put)
+            ;;
+        *)
+            report FAIL "$label" 0 "unknown protocol '$a' (eager, send, get, put)"
+            return
+            ;;
+        esac
+        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$ofirun" -np 2 "${sel[@]}" \
+            "$bindir/pingpong" "${args[@]}"
+        rc=$?
+        check_result "$label" "$log" "$rc" pingpong "$t0" \
+            "$(counters_of "$log")"
+        ;;
+    flood | coll | match | mixed)
+        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$ofirun" -np "$a" --oversubscribe \
+            "${sel[@]}" "$bindir/$group"
+        rc=$?
+        check_result "$label" "$log" "$rc" "$group" "$t0" \
+            "$(counters_of "$log")"
+        ;;
+    jobs)
+        local i ok=0 jlog
+        for ((i = 1; i <= a; i++)); do
+            jlog=$logdir/jobs-$pname-last.log
+            : >"$jlog"
+            BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$jlog" "$ofirun" -np 2 "${sel[@]}" \
+                "$bindir/mixed" -rounds 2
+            rc=$?
+            if ((rc != 0)) || ! grep -qx "OK mixed" "$jlog"; then
+                {
+                    echo "job $i of $a failed (exit code $rc); $ok passed before it"
+                    cat "$jlog"
+                } >>"$log"
+                if ((rc == 124 || rc == 137)); then
+                    report FAIL "$label" $((SECONDS - t0)) \
+                        "job $i of $a timed out after ${test_timeout}s (hang?); $ok passed" "$log"
+                else
+                    report FAIL "$label" $((SECONDS - t0)) \
+                        "job $i of $a failed, exit code $rc: $(first_fail "$jlog"); $ok passed" "$log"
+                fi
+                return
+            fi
+            ok=$((ok + 1))
+        done
+        echo "$ok of $a jobs passed" >>"$log"
+        echo "OK mixed" >>"$log"
+        check_result "$label" "$log" 0 mixed "$t0" "$ok of $a jobs passed, $(((SECONDS - t0) * 10 / (a > 0 ? a : 1)))/10 s per job"
+        ;;
+    esac
+}
+
+# ------------------------------------------------------------------ main
+if (($# == 0)); then
+    set -- $(list_cases)
+fi
+for c in "$@"; do
+    run_case "$c"
+done
+echo "$passed passed, $failed failed"
+if ((failed)); then
+    exit 1
+fi
+if ((skipped && !passed)); then
+    exit 77
+fi
+exit 0
