@@ -265,6 +265,8 @@ enum {
     MCA_BTL_OFI_QUIRK_FETCH_ATOMICS = 0x1,
     /* injected messages are lost once many are unacknowledged */
     MCA_BTL_OFI_QUIRK_INJECT = 0x2,
+    /* multi-receive buffers lose messages: one buffer per message */
+    MCA_BTL_OFI_QUIRK_MULTI_RECV = 0x4,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 

@@ -371,12 +371,17 @@ static int mca_btl_ofi_component_close(void)
  * udp;ofi_rxd in libfabric 1.17: fetching and compare atomics crash in
  * fi_cq_read once answered (libfabric issue #11814), and a flood of
  * fi_inject messages (over about a thousand unacknowledged) is lost for
- * good, hanging the receiver; fi_send of the same messages works.
+ * good, hanging the receiver; fi_send of the same messages works. With
+ * FI_MULTI_RECV buffers, a flood of unexpected 20 KiB messages from 3
+ * senders completes with "Truncation error" (or is silently lost) although
+ * every buffer keeps FI_OPT_MIN_MULTI_RECV bytes free; single-message
+ * buffers carry the same flood.
  */
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
 {
     if (NULL != strstr(prov_name, "ofi_rxd")) {
-        return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT;
+        return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
+               | MCA_BTL_OFI_QUIRK_MULTI_RECV;
     }
     return 0;
 }

@@ -378,6 +378,80 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
 /* Open what the module needs on the given provider. On failure everything
  * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
  * means the provider works but lacks something we need (already said). */
+/*
+ * Two-sided limits that suit each provider, from the latency sweep of
+ * bench/p2p_bench at 2 KiB..64 KiB with the eager limit at 8 KiB and at
+ * 64 KiB (see README, "Two-sided limits"):
+ *   shm       sends above its 4 KiB inject size are copied in segments
+ *             through the peer's bounce buffers (3.1-3.5 us at 4-6 KiB),
+ *             while a rendezvous whose data moves by btl get takes about
+ *             2 us from 8 KiB on: eager only up to 4 KiB.
+ *   tcp;ofi_rxm  rxm carries messages up to its 16 KiB eager buffers in
+ *             one go (10-13 us at 8-12 KiB against 31-35 us for ob1's
+ *             rendezvous); above that rxm runs its own rendezvous, no
+ *             faster than ob1's: eager up to 16 KiB.
+ *   sockets, udp;ofi_rxd  one send beats ob1's rendezvous round trips at
+ *             every size up to 64 KiB (sockets 20-27 us against 37 us;
+ *             rxd 40-200 us against 65-257 us): eager and send fragments
+ *             of 64 KiB.
+ * Any other provider keeps the template's 8 KiB eager limit and 32 KiB
+ * fragments. A value the user set (MCA parameter, environment, file) is
+ * never replaced.
+ */
+static const struct {
+    const char *prov;
+    size_t eager_limit;
+    size_t rndv_eager_limit;
+    size_t max_send_size;
+} mca_btl_ofi_limits[] = {
+    {"shm", 4096, 4096, 32768},
+    {"tcp;ofi_rxm", 16384, 8192, 16384},
+    {"sockets", 65536, 8192, 65536},
+    {"udp;ofi_rxd", 65536, 8192, 65536},
+};
+
+/* Whether the user left btl_ofi_<name> at its default. */
+static bool mca_btl_ofi_param_is_default(const char *name)
+{
+    const mca_base_var_t *var = NULL;
+    int idx = mca_base_var_find("opal", "btl", "ofi", name);
+
+    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get(idx, &var) || NULL == var) {
+        return false;
+    }
+    return MCA_BASE_VAR_SOURCE_DEFAULT == var->mbv_source;
+}
+
+static void mca_btl_ofi_provider_limits(mca_btl_ofi_module_t *module, const char *prov)
+{
+    for (size_t i = 0; i < sizeof(mca_btl_ofi_limits) / sizeof(mca_btl_ofi_limits[0]); ++i) {
+        if (0 != strcmp(prov, mca_btl_ofi_limits[i].prov)) {
+            continue;
+        }
+        if (mca_btl_ofi_param_is_default("max_send_size")) {
+            module->super.btl_max_send_size = mca_btl_ofi_limits[i].max_send_size;
+        }
+        if (mca_btl_ofi_param_is_default("eager_limit")) {
+            module->super.btl_eager_limit = mca_btl_ofi_limits[i].eager_limit;
+        }
+        if (mca_btl_ofi_param_is_default("rndv_eager_limit")) {
+            module->super.btl_rndv_eager_limit = mca_btl_ofi_limits[i].rndv_eager_limit;
+        }
+        /* what the user did set still bounds what we chose */
+        if (module->super.btl_eager_limit > module->super.btl_max_send_size) {
+            module->super.btl_eager_limit = module->super.btl_max_send_size;
+        }
+        if (module->super.btl_rndv_eager_limit > module->super.btl_eager_limit) {
+            module->super.btl_rndv_eager_limit = module->super.btl_eager_limit;
+        }
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "%s: eager limit %zu, rendezvous eager limit %zu, max send size %zu",
+                            prov, module->super.btl_eager_limit,
+                            module->super.btl_rndv_eager_limit, module->super.btl_max_send_size);
+        return;
+    }
+}
+
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 {
     mca_btl_ofi_component_t *component = &mca_btl_ofi_component;
@@ -403,6 +477,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->messaging = module->amo_emulated || two_sided;
     module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
     if (two_sided) {
+        mca_btl_ofi_provider_limits(module, info->fabric_attr->prov_name);
         module->super.btl_max_send_size = mca_btl_ofi_min(module->super.btl_max_send_size,
                                                           info->ep_attr->max_msg_size
                                                               - sizeof(mca_btl_ofi_msg_hdr_t));
@@ -412,7 +487,8 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
     module->tx_limit = info->tx_attr->size > 0 ? (int64_t) info->tx_attr->size : INT64_MAX;
     module->multi_recv_size = 0;
-    if ((info->caps & FI_MULTI_RECV) && component->multi_recv_size > 0) {
+    if ((info->caps & FI_MULTI_RECV) && component->multi_recv_size > 0
+        && !(quirks & MCA_BTL_OFI_QUIRK_MULTI_RECV)) {
         /* room for at least two largest messages, so a buffer is never
          * released after a single one */
         module->multi_recv_size = mca_btl_ofi_max((size_t) component->multi_recv_size,

@@ -22,13 +22,13 @@
  * up to -max/8), receives posted before and after the sends, both ways.
  *
  * Strided: MPI_Type_vector(count, blk, 2*blk, MPI_BYTE) for a set of
- * (blk, count) from 1 B to 16 MiB of payload, as vector->vector,
+ * (blk, count) from 1 B to 64 MiB of payload, as vector->vector,
  * vector->contiguous and contiguous->vector; the gaps of a receiving
  * vector buffer must be untouched.
  *
  * Options:
  *   -max SIZE        largest contiguous size (default 64m)
- *   -vmax SIZE       largest strided payload (default 16m, 0: no strided)
+ *   -vmax SIZE       largest strided payload (default 64m, 0: no strided)
  *   -modes-upto SIZE sizes above it use one way each (default: all four
  *                    ways for every size)
  *   -proto NAME      which rendezvous protocol the runner forced, checked
@@ -174,7 +174,7 @@ typedef struct {
 static const vcase_t vcases[] = {
     {1, 1},       {1, 100},     {3, 1365},     {8, 1024},   {7, 1171},
     {64, 512},    {100, 400},   {1, 262144},   {1000, 1049}, {4096, 1024},
-    {65536, 256},
+    {65536, 256},  {262144, 256},
 };
 
 enum { C_VV, C_VC, C_CV, C_COUNT };
@@ -365,7 +365,7 @@ int main(int argc, char **argv)
     CHECK(tc_size >= 2, "needs at least 2 ranks, has %d", tc_size);
 
     size_t max = ts_arg_size(argc, argv, "-max", 64 * TS_MIB);
-    size_t vmax = ts_arg_size(argc, argv, "-vmax", 16 * TS_MIB);
+    size_t vmax = ts_arg_size(argc, argv, "-vmax", 64 * TS_MIB);
     size_t modes_upto = ts_arg_size(argc, argv, "-modes-upto", (size_t) -1);
     const char *proto = ts_arg_str(argc, argv, "-proto", "any");
     CHECK(max <= (size_t) INT_MAX, "-max too large");

@@ -15,10 +15,11 @@
 # Cases (PROV is a provider name with ';' written '+'):
 #   pingpong:PROV:PROTO  tests/bin/pingpong, 2 ranks: every size 0 B..64 MiB
 #                        (0, 2^k-1, 2^k, 2^k+1), contiguous and strided
-#                        (MPI_Type_vector) up to 16 MiB of payload, every
+#                        (MPI_Type_vector) up to 64 MiB of payload, every
 #                        byte checked, with ob1's protocol forced:
-#                          eager  sizes up to 4 KiB only (below the 8 KiB
-#                                 eager limit): no put and no get may happen
+#                          eager  sizes up to 3 KiB only (below every
+#                                 provider's eager limit, 4 KiB on shm):
+#                                 no put and no get may happen
 #                          send   btl_ofi_flags without put and get: ob1's
 #                                 copy pipeline (rendezvous in send
 #                                 fragments); no put/get may happen
@@ -241,7 +242,7 @@ run_case() {
     pingpong)
         local -a args=()
         case $a in
-        eager) args=(-max 4k -vmax 4k -proto send) ;;
+        eager) args=(-max 3k -vmax 3k -proto send) ;;
         send)
             sel+=(--mca btl_ofi_flags "$(flags_without put,get)")
             args=(-proto send)
