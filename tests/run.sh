@@ -17,7 +17,7 @@
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
 #  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
 #     PASS/FAIL line per (provider, contexts, threads) group
-#     (BTL_OFI_THREADS_FULL=1 for the full matrix; see that script);
+#     (every provider x N=1,2,4 x T=1,2,4,8; see that script);
 #  7. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
 #     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes);
 #  8. bench: the benchmark comparison's smoke, QUICK=1 bench/compare.sh (shm,

@@ -30,14 +30,13 @@
 #                        not checked)
 # PROV is a provider name with ';' written '+' (tcp+ofi_rxm).
 #
-# Matrix (CI default: about 5 minutes on an idle 2-core box, 15 when other
-# jobs keep it at load 15):
-#   threads   every provider: T=4 with N=1,2,4; shm and sockets: T=1,2,8
-#             with N=2
+# Matrix (CI default: about 6 minutes on an idle 2-core box, 3 of them the
+# threads group):
+#   threads   every provider x N=1,2,4 x T=1,2,4,8 (48 cases, 186 s)
 #   progress  every provider: on-single, on-multiple, off
 #   helgrind  shm: mt with N=2, progress thread; udp;ofi_rxd: mt with N=1
-# BTL_OFI_THREADS_FULL=1: threads every provider x N=1,2,4 x T=1,2,4,8;
-#   helgrind every provider: mt with N=1 and 2, progress thread.
+# BTL_OFI_THREADS_FULL=1: helgrind on every provider: mt with N=1 and 2,
+#   progress thread.
 #
 # Environment: PROVIDERS, BTL_OFI_TEST_TIMEOUT (seconds per run, default
 # 300; helgrind runs get 4x), BTL_OFI_ALLOW_SKIP, BTL_OFI_PREFIX (through
@@ -66,22 +65,12 @@ list_group() {
         p=${prov//;/+}
         case $g in
         threads)
-            if [[ $full == 1 ]]; then
-                for n in 1 2 4; do
-                    for t in 1 2 4 8; do
-                        echo "threads:$p:$n:$t"
-                    done
+            # the whole matrix: about 3 minutes on an idle 2-core box
+            for n in 1 2 4; do
+                for t in 1 2 4 8; do
+                    echo "threads:$p:$n:$t"
                 done
-            else
-                for n in 1 2 4; do
-                    echo "threads:$p:$n:4"
-                done
-                if [[ $prov == shm || $prov == sockets ]]; then
-                    for t in 1 2 8; do
-                        echo "threads:$p:2:$t"
-                    done
-                fi
-            fi
+            done
             ;;
         progress)
             echo "progress:$p:on-single"
