@@ -386,6 +386,12 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
     return 0;
 }
 
+/* Bounds of btl_ofi_max_send_size (bytes): ob1 needs room for its headers
+ * in an eager message; 64 descriptors of the largest size are allocated at
+ * once. */
+#define MCA_BTL_OFI_MIN_SEND_SIZE 1024
+#define MCA_BTL_OFI_MAX_SEND_SIZE (1024 * 1024)
+
 /* Bring every numeric parameter into range, saying so once for each. */
 static void mca_btl_ofi_check_params(void)
 {
@@ -425,6 +431,24 @@ static void mca_btl_ofi_check_params(void)
                        "btl_ofi_progress_thread_interval", c->progress_thread_interval,
                        "from 1 to 1000000 (microseconds)", use);
         c->progress_thread_interval = use;
+    }
+    /* btl_ofi_max_send_size is a base BTL parameter kept in the module
+     * template; it sizes every receive buffer and send descriptor (64 are
+     * allocated at once). 0 (or a string, read as 0) left ob1 no eager limit
+     * and a message blaming btl_ofi_eager_limit; -1 wrapped the buffer size
+     * around and crashed in opal_free_list_grow_st (divide by zero); 2 GiB
+     * failed the allocation and made us report "no usable provider". */
+    if (mca_btl_ofi_module_template.super.btl_max_send_size < MCA_BTL_OFI_MIN_SEND_SIZE
+        || mca_btl_ofi_module_template.super.btl_max_send_size > MCA_BTL_OFI_MAX_SEND_SIZE) {
+        size_t use = mca_btl_ofi_module_template.super.btl_max_send_size
+                             < MCA_BTL_OFI_MIN_SEND_SIZE
+                         ? MCA_BTL_OFI_MIN_SEND_SIZE
+                         : MCA_BTL_OFI_MAX_SEND_SIZE;
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad size param", true, host,
+                       "btl_ofi_max_send_size",
+                       mca_btl_ofi_module_template.super.btl_max_send_size,
+                       (size_t) MCA_BTL_OFI_MIN_SEND_SIZE, (size_t) MCA_BTL_OFI_MAX_SEND_SIZE, use);
+        mca_btl_ofi_module_template.super.btl_max_send_size = use;
     }
     if (c->mode < MCA_BTL_OFI_MODE_ONE_SIDED || c->mode > MCA_BTL_OFI_MODE_FULL) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_mode", c->mode,
