@@ -40,8 +40,10 @@
 #                     successful, the owner's memory is unchanged (when the
 #                     owner could still say) and libfabric's log
 #                     (FI_LOG_LEVEL=warn) shows the target provider
-#                     rejecting the access; the remaining cases then run in
-#                     a new job, and the result line counts such cases.
+#                     rejecting the access; the same for a case whose access
+#                     got "neither error nor completion" (the provider
+#                     dropped it). The remaining cases then run in a new
+#                     job; the result line names such cases.
 #                     Then "regexpose keys" runs again: no registration key
 #                     of the second run may equal one of the first.
 #   inject:PROV:CALL  tests/bin/workload all (tests/faults/workload.c) on 2
@@ -62,14 +64,15 @@
 #                     libfabric provider") and MPI_Init stops the job
 #                     ("unable to reach each other"); on rank 0 only with
 #                     btl ofi,vader,self the job runs to "OK workload".
+#                     Each run 60 s at most.
 #   fuzz:PROV         every MCA parameter of btl/ofi (ompi_info --param btl
 #                     ofi --level 9) set in turn to a random string, -1, 0,
 #                     99999999999999999999 and 2147483648 for tests/bin/hello
 #                     on 2 ranks (timeout 60 s each): the job must run
 #                     normally, or stop with a message naming the parameter
 #                     (for provider_include/_exclude: "no usable libfabric
-#                     provider"); never a signal, never a hang. About 190
-#                     jobs, 2.5 minutes.
+#                     provider"); never a signal, never a hang. About 155
+#                     jobs, 2 minutes.
 #   asan:PROV         tests/faults/asan-build.sh builds the component with
 #                     AddressSanitizer into a temporary prefix; putget and
 #                     pingpong (-max 1m -vmax 64k) run on 2 ranks with
@@ -81,23 +84,33 @@
 #                     pingpong (-max 256k -vmax 64k), suppressions
 #                     tests/faults/memcheck.supp (Open MPI, libfabric, libc
 #                     only): no error and no definite leak may have a frame
-#                     in btl_ofi_*.c.
+#                     in btl_ofi_*.c in its own stack (the stack of the bad
+#                     access, or of a leak's allocation; where uninitialised
+#                     or freed memory came from is shown, not counted).
 #   jobs:PROV:COUNT   COUNT jobs back to back (tests/bin/workload all -n 2 on
 #                     2 ranks, about 0.8 s each); every one must pass.
 #
 # Default list: every provider: death rma and msg, regexpose, inject (7
 # calls), jobs (BTL_OFI_FAULT_JOBS each, default 30); fuzz:shm, asan:shm,
-# memcheck:shm, memcheck:sockets. About 11 minutes on 2 cores (the death
-# cases that fail take 30 s each). BTL_OFI_FAULTS_FULL=1 adds fuzz, asan
-# and memcheck on every other provider (about 12 minutes more).
+# memcheck:shm, memcheck:sockets: 47 cases, 11 min 46 s on 2 cores shared
+# with other jobs (a death case that fails takes 37 s, one that passes 6 s).
+# BTL_OFI_FAULTS_FULL=1 adds fuzz and asan on every other provider and
+# memcheck on tcp;ofi_rxm and udp;ofi_rxd (about 8 minutes more).
 # tests/faults/endurance.sh (1000 jobs per provider) and
 # tests/faults/soak.sh (random checked traffic for N minutes) are run by
 # hand.
 #
+# Open MPI 4.1.4 loses show_help messages of the ranks (mpirun prints
+# "ORTE_ERROR_LOG: Data unpack would read past end of buffer in file
+# .../show_help.c" instead, in about one run of four here): a run whose
+# check needs such a message and lost it is repeated, up to 8 runs, and the
+# result line says how many were repeated.
+#
 # Environment: PROVIDERS, BTL_OFI_ALLOW_SKIP, BTL_OFI_PREFIX (through
 # scripts/ofirun), BTL_OFI_FAULT_JOBS (jobs per jobs case, default 30),
 # BTL_OFI_FAULTS_FULL=1, BTL_OFI_TEST_TIMEOUT (seconds per run of asan,
-# memcheck and jobs, default 300).
+# memcheck and jobs, default 300), BTL_OFI_KEEP_WORK=1 (keep the temporary
+# ASan build and valgrind logs of a failed asan or memcheck case).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -157,7 +170,7 @@ if [[ ${1:-} == --list ]]; then
     exit 0
 fi
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    sed -n '2,/^set -uo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+    sed -n '3,/^set -uo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 0
 fi
 
@@ -431,11 +444,15 @@ rx_judge_stuck() { # case log case-line
     fi
     phase=${spec%%|*}
     ops=${spec#*|}
-    # this case's part of the job's output: after the previous case's line
-    section=$(awk -v me="CASE $c: " '/^CASE / && index($0, me) != 1 { buf = ""; next }
+    # this case's part of the job's output: from the previous case's line
+    # to the next case's (the ranks' lines may come in any order between)
+    section=$(awk -v me="CASE $c: " '
+        /^CASE / && index($0, me) == 1 { mine = 1; buf = buf $0 "\n"; next }
+        /^CASE / { if (mine) exit; buf = ""; next }
         { buf = buf $0 "\n" } END { printf "%s", buf }' "$log")
     rej=$(grep -m1 -oE "($rx_reject_re).*" <<<"$section" | cut -c1-80)
-    line=$(grep -m1 -F "$phase" <<<"$section")
+    # rank 1's line of this case is unique in the job
+    line=$(grep -m1 -F "$phase" "$log")
     if [[ -z $line ]]; then
         # tcp;ofi_rxm: the target drops the connection on the first
         # rejected access; btl/ofi reports the lost peer and ob1 ends the
@@ -597,7 +614,7 @@ run_inject() { # label prov call log t0
         local -a why=()
         # 1. every rank: the component steps aside; with ofi,self nothing
         #    else reaches the peer, so MPI_Init must stop the job
-        for attempt in 1 2 3 4 5; do
+        for attempt in 1 2 3 4 5 6 7 8; do
             alog=${log%.log}-all.log
             : >"$alog"
             run_logged "$alog" 60 "$ofirun" -np 2 --mca btl_ofi_provider_include "$prov" \
@@ -625,7 +642,7 @@ run_inject() { # label prov call log t0
         fi
         [[ -n $crash ]] && why+=("on every rank: crash: $crash")
         # 2. rank 0 only, vader beside ofi: the job must still run
-        for attempt in 1 2 3 4 5; do
+        for attempt in 1 2 3 4 5 6 7 8; do
             alog=${log%.log}-rank0.log
             : >"$alog"
             WORKLOAD_FAULT_RANK=0 WORKLOAD_FAULT=getinfo@1 BTL_OFI_NO_CHECK_OURS=1 \
@@ -655,7 +672,7 @@ run_inject() { # label prov call log t0
         return
     fi
 
-    for attempt in 1 2 3 4 5; do
+    for attempt in 1 2 3 4 5 6 7 8; do
         alog=${log%.log}-try$attempt.log
         : >"$alog"
         WORKLOAD_FAULT_RANK=0 WORKLOAD_FAULT=$call@1 run_logged "$alog" 60 "$ofirun" -np 2 \
@@ -735,7 +752,7 @@ run_fuzz() { # label prov log t0
             local -a sel=(--mca btl_ofi_provider_include "$prov")
             # the provider lists themselves are fuzzed alone
             [[ $p == btl_ofi_provider_include || $p == btl_ofi_provider_exclude ]] && sel=()
-            for attempt in 1 2 3 4 5; do
+            for attempt in 1 2 3 4 5 6 7 8; do
                 flog=$logdir/fuzz-${prov//;/+}-last.log
                 : >"$flog"
                 run_logged "$flog" 60 "$ofirun" -np 2 "${sel[@]}" --mca "$p" "$v" "$bindir/hello"
@@ -820,12 +837,14 @@ run_asan() { # label prov log t0
     }
     if ! prefix=$(bash "$here/asan-build.sh" "$work/build" 2>>"$log" | tail -n 1) || [[ ! -d $prefix ]]; then
         cat "$work/build/build.log" >>"$log" 2>/dev/null
-        report FAIL "$label" $((SECONDS - t0)) "tests/faults/asan-build.sh failed (work dir $work)" "$log"
+        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
+        report FAIL "$label" $((SECONDS - t0)) "tests/faults/asan-build.sh failed (its log is in the case's log)" "$log"
         return
     fi
     echo "asan build: $prefix ($(((SECONDS - t0)))s)" >>"$log"
     lib=$(ldd "$prefix/lib/openmpi/mca_btl_ofi.so" | awk '/libasan/ {print $3}')
     if [[ -z $lib || ! -f $lib ]] || ! gcc -shared -fPIC -O2 -o "$work/nodlclose.so" "$here/nodlclose.c" 2>>"$log"; then
+        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
         report FAIL "$label" $((SECONDS - t0)) "no libasan in ldd of the ASan build, or the nodlclose shim did not build" "$log"
         return
     fi
@@ -858,10 +877,13 @@ run_asan() { # label prov log t0
         if ((n > 0)); then
             fails+=("$name: $n ASan report(s) with a frame in btl_ofi_*.c, first:$first")
         fi
-        notes+=("$name: $(grep -hc 'leak of' "${files[@]}" | paste -sd+ - | bc) leak reports, $(grep -hc 'ERROR: AddressSanitizer' "${files[@]}" | paste -sd+ - | bc) errors, none with our frame")
+        notes+=("$name: $(cat "${files[@]}" | grep -c 'leak of') leak reports, $(cat "${files[@]}" | grep -c 'ERROR: AddressSanitizer') errors, none with our frame")
     done
     if ((${#fails[@]})); then
-        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${fails[@]}" | sed 's/; $//') (work dir $work)" "$log"
+        # the reports are in the case's log; keep the build with
+        # BTL_OFI_KEEP_WORK=1
+        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
+        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${fails[@]}" | sed 's/; $//')" "$log"
     else
         rm -rf "$work"
         report PASS "$label" $((SECONDS - t0)) "$(printf '%s; ' "${notes[@]}" | sed 's/; $//') (Open MPI's own leaks suppressed by tests/faults/lsan.supp)"
@@ -871,16 +893,17 @@ run_asan() { # label prov log t0
 run_memcheck() { # label prov log t0
     local label=$1 prov=$2 log=$3 t0=$4 work prog rc res n first shim
     local -a fails=() notes=()
-    work=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-memcheck.XXXXXX") || {
-        report FAIL "$label" 0 "mktemp -d failed"
-        return
-    }
     if ! command -v valgrind >/dev/null; then
         report FAIL "$label" 0 "valgrind is not installed (apt-get install valgrind)"
         return
     fi
+    work=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-memcheck.XXXXXX") || {
+        report FAIL "$label" 0 "mktemp -d failed"
+        return
+    }
     shim=$work/nodlclose.so
     if ! gcc -shared -fPIC -O2 -o "$shim" "$here/nodlclose.c" 2>>"$log"; then
+        rm -rf "$work"
         report FAIL "$label" $((SECONDS - t0)) "the nodlclose shim did not build" "$log"
         return
     fi
@@ -916,7 +939,9 @@ run_memcheck() { # label prov log t0
         notes+=("$name: $(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*suppressed: \([0-9]*\).*/\1 \2/p' "${files[@]}" | awk '{e+=$1; s+=$2} END {printf "%d errors elsewhere, %d suppressed", e, s}')")
     done
     if ((${#fails[@]})); then
-        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${fails[@]}" | sed 's/; $//') (valgrind logs in $work)" "$log"
+        # the valgrind logs are in the case's log
+        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
+        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${fails[@]}" | sed 's/; $//')" "$log"
     else
         rm -rf "$work"
         report PASS "$label" $((SECONDS - t0)) "no report with a frame in btl_ofi_*.c; $(printf '%s; ' "${notes[@]}" | sed 's/; $//')"

@@ -117,6 +117,14 @@ static MPI_Aint region(int origin)
     return (MPI_Aint) origin * REGION;
 }
 
+/* Origin buffers stay untouched until the batch's MPI_Win_flush_all: op k
+ * of a batch uses slice k of the pool (an MPI_Put may read its origin
+ * buffer any time before the flush) and accv[k]. */
+static int64_t accv[BATCH];
+/* targets with puts not yet flushed: two puts to the same place in one
+ * epoch are not ordered by MPI, so a put to such a target flushes first */
+static char *dirty;
+
 static void op_put(int t, unsigned char *buf)
 {
     size_t len = 1 + (rnd() % ((size_t) 1 << (rnd() % 17)));
@@ -127,6 +135,10 @@ static void op_put(int t, unsigned char *buf)
     for (size_t i = 0; i < len; ++i) {
         buf[i] = (unsigned char) rnd();
     }
+    if (dirty[t]) {
+        S(MPI_Win_flush(t, win));
+    }
+    dirty[t] = 1;
     S(MPI_Put(buf, (int) len, MPI_BYTE, t, region(me) + (MPI_Aint) off, (int) len, MPI_BYTE, win));
     memcpy(shadow[t].data + off, buf, len);
     n_put++;
@@ -142,6 +154,7 @@ static void op_get(int t, unsigned char *buf)
     size_t off = rnd() % (DATA - len + 1);
     /* my earlier puts to t must have landed before this get reads */
     S(MPI_Win_flush(t, win));
+    dirty[t] = 0;
     S(MPI_Get(buf, (int) len, MPI_BYTE, t, region(me) + (MPI_Aint) off, (int) len, MPI_BYTE, win));
     S(MPI_Win_flush(t, win));
     for (size_t i = 0; i < len; ++i) {
@@ -155,18 +168,19 @@ static void op_get(int t, unsigned char *buf)
     n_bytes += len;
 }
 
-static void op_acc(int t)
+static void op_acc(int t, int k)
 {
     int cell = (int) (rnd() % NACC);
-    int64_t v = (int64_t) (rnd() % 1000000) - 500000;
-    S(MPI_Accumulate(&v, 1, MPI_INT64_T, t, region(me) + ACC_OFF + 8 * cell, 1, MPI_INT64_T,
-                     MPI_SUM, win));
-    shadow[t].acc[cell] += v;
+    accv[k] = (int64_t) (rnd() % 1000000) - 500000;
+    S(MPI_Accumulate(&accv[k], 1, MPI_INT64_T, t, region(me) + ACC_OFF + 8 * cell, 1,
+                     MPI_INT64_T, MPI_SUM, win));
+    shadow[t].acc[cell] += accv[k];
     n_acc++;
     if (0 == rnd() % 8) {
         /* read the cells back (plain get after the flush completed them) */
         int64_t got[NACC];
         S(MPI_Win_flush(t, win));
+        dirty[t] = 0;
         S(MPI_Get(got, NACC, MPI_INT64_T, t, region(me) + ACC_OFF, NACC, MPI_INT64_T, win));
         S(MPI_Win_flush(t, win));
         for (int i = 0; i < NACC; ++i) {
@@ -286,8 +300,10 @@ int main(int argc, char **argv)
     memset(win_mem, 0, win_bytes);
     shadow = calloc((size_t) nranks, sizeof(*shadow));
     shared_adds = calloc((size_t) nranks, sizeof(*shared_adds));
-    unsigned char *buf = malloc(DATA), *sbuf = malloc(MAXMSG), *rbuf = malloc(MAXMSG);
-    CHECK(NULL != shadow && NULL != shared_adds && NULL != buf && NULL != sbuf && NULL != rbuf,
+    dirty = calloc((size_t) nranks, 1);
+    unsigned char *pool = malloc((size_t) BATCH * DATA), *sbuf = malloc(MAXMSG),
+                  *rbuf = malloc(MAXMSG), *buf = pool;
+    CHECK(NULL != shadow && NULL != shared_adds && NULL != dirty && NULL != pool && NULL != sbuf && NULL != rbuf,
           "malloc");
     S(MPI_Win_create(win_mem, (MPI_Aint) win_bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     S(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
@@ -308,15 +324,15 @@ int main(int argc, char **argv)
             case 0:
             case 1:
             case 2:
-                op_put(t, buf);
+                op_put(t, pool + (size_t) k * DATA);
                 break;
             case 3:
             case 4:
-                op_get(t, buf);
+                op_get(t, pool + (size_t) k * DATA);
                 break;
             case 5:
             case 6:
-                op_acc(t);
+                op_acc(t, k);
                 break;
             case 7:
             case 8:
@@ -329,6 +345,7 @@ int main(int argc, char **argv)
         }
         S(MPI_Win_flush_all(win));
         S(MPI_Win_unlock_all(win));
+        memset(dirty, 0, (size_t) nranks);
         two_sided(seed, round, sbuf, rbuf);
         round++;
         int go = 0 == me ? (tc_now() - t0 < minutes * 60.0) : 0;
