@@ -149,6 +149,7 @@ typedef struct mca_btl_ofi_context_t {
     /* pml fragments the provider refused for now (-FI_EAGAIN, or a full
      * transmit queue), posted in order by progress */
     opal_list_t sendq;
+    volatile int64_t nqueued; /* its length, for flush and drain (atomic) */
     /* puts and gets refused the same way (still counted as outstanding) */
     opal_list_t rdmaq;
     /* receive buffers the provider refused for now (-FI_EAGAIN) */

@@ -403,11 +403,17 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     struct fi_cq_err_entry err;
     ssize_t count;
     int batch = mca_btl_ofi_component.num_cq_read;
+    bool msg_backlog, rdma_backlog;
 
     /* another thread is draining this context: nothing to add */
     if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
         return 0;
     }
+    /* read under the lock (other threads queue to them); what callbacks
+     * below add is posted by the next call */
+    msg_backlog = !opal_list_is_empty(&context->pending) || NULL != context->repost
+                  || !opal_list_is_empty(&context->sendq);
+    rdma_backlog = !opal_list_is_empty(&context->rdmaq);
     if (OPAL_UNLIKELY(context->deferred_count > 0)) {
         /* what the progress thread read comes first, in queue order */
         count = context->deferred_count < batch ? context->deferred_count : batch;
@@ -446,11 +452,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
                                  ? OPAL_ERROR
                                  : OPAL_SUCCESS);
     }
-    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->pending) || NULL != context->repost
-                      || !opal_list_is_empty(&context->sendq))) {
+    if (OPAL_UNLIKELY(msg_backlog)) {
         mca_btl_ofi_msg_flush_pending(context);
     }
-    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->rdmaq))) {
+    if (OPAL_UNLIKELY(rdma_backlog)) {
         mca_btl_ofi_rdma_flush_parked(context);
     }
     if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {

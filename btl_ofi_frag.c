@@ -155,6 +155,7 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
          * (shm refuses sends while a large message to that peer is in
          * flight). */
         opal_list_append(&context->sendq, &frag->base.super.super);
+        (void) opal_atomic_fetch_add_64(&context->nqueued, 1);
         rc = 0;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
@@ -185,6 +186,7 @@ static void mca_btl_ofi_sendq_flush(mca_btl_ofi_context_t *context)
             return;
         }
         (void) opal_list_remove_first(&context->sendq);
+        (void) opal_atomic_fetch_add_64(&context->nqueued, -1);
         MCA_BTL_OFI_UNLOCK(&context->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
             MCA_BTL_OFI_REPORT("fi_send", rc);
@@ -393,6 +395,7 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context)
     /* fragments never posted: their memory goes with the free list */
     while (NULL != opal_list_remove_first(&context->sendq)) {
     }
+    context->nqueued = 0;
     free(context->rdescs);
     free(context->rbufs);
     context->rdescs = NULL;

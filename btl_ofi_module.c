@@ -262,8 +262,7 @@ static int64_t mca_btl_ofi_outstanding(const mca_btl_ofi_module_t *module)
     int64_t total = 0;
     for (int i = 0; i < module->num_contexts; ++i) {
         /* fragments still waiting to be posted count too */
-        total += module->contexts[i].outstanding
-                 + (int64_t) opal_list_get_size(&module->contexts[i].sendq);
+        total += module->contexts[i].outstanding + module->contexts[i].nqueued;
     }
     return total;
 }
