@@ -139,6 +139,8 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
 
     frag->hdr->type = MCA_BTL_OFI_MSG_AM;
     frag->hdr->op = tag;
+    frag->hdr->flags = 0; /* every header byte goes on the wire */
+    frag->hdr->status = 0;
     frag->endpoint = endpoint;
     frag->context = context;
     /* ob1 relies on the callback even when it gave us ownership */

@@ -318,23 +318,8 @@ fi
 # ------------------------------------------------------------------
 for group in threads progress helgrind; do
     wanted "$group" || continue
-    for c in $(PROVIDERS=$PROVIDERS "$here/threads/run.sh" --list "$group"); do
-        t0=$SECONDS
-        log=$logdir/threads-run-${c//[:;]/-}.log
-        PROVIDERS=$PROVIDERS BTL_OFI_TEST_TIMEOUT=$test_timeout \
-            "$here/threads/run.sh" "$c" </dev/null >"$log" 2>&1
-        line=$(grep -m1 -E '^(PASS|FAIL|SKIP) ' "$log")
-        if [[ $line =~ ^PASS\ (.*)\ \([0-9]+s\)(\ --\ (.*))?$ ]]; then
-            pass "${BASH_REMATCH[1]}" $((SECONDS - t0)) "${BASH_REMATCH[3]}"
-        elif [[ $line =~ ^SKIP\ ([^:]*):\ (.*)$ ]]; then
-            skipped=$((skipped + 1))
-            echo "SKIP ${BASH_REMATCH[1]}: ${BASH_REMATCH[2]}"
-        elif [[ $line =~ ^FAIL\ (.*)\ \([0-9]+s\):\ (.*)$ ]]; then
-            fail "${BASH_REMATCH[1]}" $((SECONDS - t0)) "${BASH_REMATCH[2]}" "$log"
-        else
-            fail "$group $c" $((SECONDS - t0)) "tests/threads/run.sh printed no result line" "$log"
-        fi
-    done
+    run_sub_cases "$here/threads/run.sh" threads \
+        $(PROVIDERS=$PROVIDERS "$here/threads/run.sh" --list "$group")
 done
 
 # ------------------------------------------------------------------
