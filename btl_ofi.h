@@ -213,7 +213,8 @@ typedef struct mca_btl_ofi_module_t {
     /* bytes of one FI_MULTI_RECV buffer, 0 when receives use single buffers */
     size_t multi_recv_size;
 
-    mca_rcache_base_module_t *rcache;
+    mca_rcache_base_module_t *rcache; /* local-only registrations */
+    opal_free_list_t exposed_regs;    /* registrations peers can reach */
     opal_free_list_t frags; /* two-sided send descriptors */
     mca_btl_base_module_error_cb_fn_t error_cb;
     bool initialized;

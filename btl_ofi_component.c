@@ -583,6 +583,7 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
@@ -600,6 +601,7 @@ static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
+    OBJ_DESTRUCT(&module->exposed_regs);
     OBJ_DESTRUCT(&module->frags);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->lock);

@@ -162,21 +162,22 @@ static uint64_t mca_btl_ofi_random_key(const mca_btl_ofi_module_t *module)
     return key & module->key_mask;
 }
 
-static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
-                                       mca_rcache_base_registration_t *rreg)
+/* Open the provider registration behind reg for exactly [base, base+size)
+ * with the rights in reg->super.access_flags, and make it findable by key
+ * for emulated atomics. */
+static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg, void *base,
+                               size_t size)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) reg_data;
-    mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rreg;
     uint64_t access = FI_READ | FI_WRITE;
     int rc = -FI_ENOKEY;
 
-    if (rreg->access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
+    if (reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
         access |= FI_REMOTE_READ;
     }
-    if (rreg->access_flags & MCA_RCACHE_ACCESS_REMOTE_WRITE) {
+    if (reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_WRITE) {
         access |= FI_REMOTE_WRITE;
     }
-    if (rreg->access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC) {
+    if (reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC) {
         access |= FI_REMOTE_READ | FI_REMOTE_WRITE;
     }
 
@@ -203,40 +204,82 @@ static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
     return OPAL_SUCCESS;
 }
 
-static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registration_t *rreg)
+/* Close it: from here on a peer's access with the old key fails. */
+static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) reg_data;
-    mca_btl_ofi_reg_t *reg = (mca_btl_ofi_reg_t *) rreg;
+    int rc;
 
-    if (NULL != reg->mr) {
-        MCA_BTL_OFI_LOCK(&module->lock);
-        opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
-        MCA_BTL_OFI_UNLOCK(&module->lock);
-        int rc = fi_close(&reg->mr->fid);
-        reg->mr = NULL;
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_close(mr)", rc);
-            return OPAL_ERROR;
-        }
+    if (NULL == reg->mr) {
+        return OPAL_SUCCESS;
+    }
+    MCA_BTL_OFI_LOCK(&module->lock);
+    opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    rc = fi_close(&reg->mr->fid);
+    reg->mr = NULL;
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_close(mr)", rc);
+        return OPAL_ERROR;
     }
     return OPAL_SUCCESS;
 }
 
+static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
+                                       mca_rcache_base_registration_t *rreg)
+{
+    return mca_btl_ofi_mr_open((mca_btl_ofi_module_t *) reg_data, (mca_btl_ofi_reg_t *) rreg,
+                               base, size);
+}
+
+static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registration_t *rreg)
+{
+    return mca_btl_ofi_mr_close((mca_btl_ofi_module_t *) reg_data, (mca_btl_ofi_reg_t *) rreg);
+}
+
+/*
+ * Registrations a peer may reach (any remote right) bypass the registration
+ * cache: the cache rounds to whole pages, hands a read-write registration
+ * back to a read-only request, and keeps registrations open after they are
+ * deregistered (mpi_leave_pinned), so a peer holding an old key could still
+ * read or write memory the process has freed. Ours cover exactly the range
+ * and rights asked for and are closed by btl_deregister_mem. Registrations
+ * for local access only expose nothing and stay cached.
+ */
 static mca_btl_base_registration_handle_t *
 mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                          void *base, size_t size, uint32_t flags)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_rcache_base_registration_t *reg = NULL;
+    int32_t access = (int32_t) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
+    mca_rcache_base_registration_t *rreg = NULL;
+    mca_btl_ofi_reg_t *reg;
     int rc;
     (void) endpoint;
 
-    rc = module->rcache->rcache_register(module->rcache, base, size, 0,
-                                         (int32_t) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY), &reg);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc || NULL == reg)) {
+    if (0 == (access & (MCA_RCACHE_ACCESS_REMOTE_READ | MCA_RCACHE_ACCESS_REMOTE_WRITE
+                        | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))) {
+        rc = module->rcache->rcache_register(module->rcache, base, size, 0, access, &rreg);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc || NULL == rreg)) {
+            return NULL;
+        }
+        return &((mca_btl_ofi_reg_t *) rreg)->handle;
+    }
+
+    reg = (mca_btl_ofi_reg_t *) opal_free_list_get(&module->exposed_regs);
+    if (OPAL_UNLIKELY(NULL == reg)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "out of memory for a registration");
         return NULL;
     }
-    return &((mca_btl_ofi_reg_t *) reg)->handle;
+    reg->super.rcache = NULL;
+    reg->super.base = (unsigned char *) base;
+    reg->super.bound = (unsigned char *) base + (size > 0 ? size - 1 : 0);
+    reg->super.access_flags = access;
+    reg->super.ref_count = 1;
+    if (OPAL_SUCCESS != mca_btl_ofi_mr_open(module, reg, base, size)) {
+        opal_free_list_return(&module->exposed_regs, &reg->super.super);
+        return NULL;
+    }
+    return &reg->handle;
 }
 
 static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
@@ -244,8 +287,14 @@ static int mca_btl_ofi_deregister_mem(mca_btl_base_module_t *btl,
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_reg_t *reg = mca_btl_ofi_reg_from_handle(handle);
+    int rc;
 
-    return module->rcache->rcache_deregister(module->rcache, &reg->super);
+    if (NULL != reg->super.rcache) {
+        return module->rcache->rcache_deregister(module->rcache, &reg->super);
+    }
+    rc = mca_btl_ofi_mr_close(module, reg);
+    opal_free_list_return(&module->exposed_regs, &reg->super.super);
+    return rc;
 }
 
 static int mca_btl_ofi_register_error(mca_btl_base_module_t *btl,
@@ -294,6 +343,8 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
     mca_btl_ofi_contexts_destroy(module);
     OBJ_DESTRUCT(&module->frags);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
+    OBJ_DESTRUCT(&module->exposed_regs);
+    OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
     if (NULL != module->rcache) {
         mca_rcache_base_module_destroy(module->rcache);
         module->rcache = NULL;
@@ -355,6 +406,7 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
         mca_btl_ofi_drain(module);
     }
     mca_btl_ofi_module_release(module);
+    OBJ_DESTRUCT(&module->exposed_regs);
     OBJ_DESTRUCT(&module->frags);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
@@ -585,6 +637,13 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->rcache = mca_rcache_base_module_create("grdma", module, &resources);
     if (NULL == module->rcache) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot create the grdma registration cache");
+        goto err_release;
+    }
+    rc = opal_free_list_init(&module->exposed_regs, sizeof(mca_btl_ofi_reg_t), opal_cache_line_size,
+                             OBJ_CLASS(mca_btl_ofi_reg_t), 0, opal_cache_line_size, 16, -1, 16,
+                             NULL, 0, NULL, NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot create the registration free list");
         goto err_release;
     }
 
