@@ -201,6 +201,10 @@ typedef struct mca_btl_ofi_module_t {
     opal_hash_table_t endpoints_by_proc;
     opal_hash_table_t endpoints_by_name; /* who sent an emulated atomic */
     opal_hash_table_t regs_by_key;       /* registrations peers may target */
+    /* emulated atomics in flight, by the id their reply carries: a reply is
+     * trusted only if its id is found here (never used as a pointer) */
+    opal_hash_table_t amo_pending;
+    uint64_t amo_next_id;
     opal_list_t endpoints;
 
     /* messaging: enabled when a context must receive (emulated atomics,
@@ -349,9 +353,10 @@ bool mca_btl_ofi_fault_hit(int call);
 #define MCA_BTL_OFI_TRYLOCK(m) (mca_btl_ofi_component.locking ? opal_mutex_trylock(m) : 0)
 
 /** Report a failed libfabric call once, with its name and fi_strerror. */
-#define MCA_BTL_OFI_REPORT(call, rc)                                                     \
+#define MCA_BTL_OFI_REPORT_AT(call, rc, file, line)                                      \
     opal_show_help(MCA_BTL_OFI_HELP_FILE, "fi call failed", true, opal_process_info.nodename, \
-                   (call), (int) -(rc), fi_strerror((int) -(rc)), __FILE__, __LINE__)
+                   (call), (int) -(rc), fi_strerror((int) -(rc)), (file), (line))
+#define MCA_BTL_OFI_REPORT(call, rc) MCA_BTL_OFI_REPORT_AT(call, rc, __FILE__, __LINE__)
 
 static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_from_handle(mca_btl_base_registration_handle_t *h)
 {

@@ -276,7 +276,10 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
     req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
                     | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
     req.hdr.status = OPAL_SUCCESS;
-    req.req_id = (uint64_t) (uintptr_t) comp;
+    MCA_BTL_OFI_LOCK(&module->lock);
+    req.req_id = ++module->amo_next_id;
+    (void) opal_hash_table_set_value_uint64(&module->amo_pending, req.req_id, comp);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
     req.addr = remote_address;
     req.key = remote_handle->key;
     req.operand = operand;
@@ -287,6 +290,9 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
     rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req));
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+        MCA_BTL_OFI_LOCK(&module->lock);
+        (void) opal_hash_table_remove_value_uint64(&module->amo_pending, req.req_id);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
         opal_free_list_return(&context->completions, &comp->super);
         if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
             (void) mca_btl_ofi_context_progress(context);
@@ -351,14 +357,25 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
 void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len)
 {
     const mca_btl_ofi_amo_resp_t *resp = (const mca_btl_ofi_amo_resp_t *) msg;
-    mca_btl_ofi_completion_t *comp;
-    (void) context;
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_completion_t *comp = NULL;
 
     if (len < sizeof(*resp)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic reply");
         return;
     }
-    comp = (mca_btl_ofi_completion_t *) (uintptr_t) resp->req_id;
+    MCA_BTL_OFI_LOCK(&module->lock);
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&module->amo_pending, resp->req_id, (void **) &comp)) {
+        (void) opal_hash_table_remove_value_uint64(&module->amo_pending, resp->req_id);
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == comp) {
+        /* a duplicate, a reply to an atomic already failed, or garbage */
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an atomic reply with unknown id %" PRIu64, resp->req_id);
+        return;
+    }
     if (OPAL_SUCCESS != resp->hdr.status) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "atomic refused", true, opal_process_info.nodename,
                        OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));

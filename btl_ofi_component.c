@@ -587,9 +587,11 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->amo_pending, opal_hash_table_t);
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_name, 256)
-        || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)) {
+        || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->amo_pending, 256)) {
         mca_btl_ofi_module_free(module);
         return NULL;
     }
@@ -598,6 +600,7 @@ static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
 
 static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
 {
+    OBJ_DESTRUCT(&module->amo_pending);
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);

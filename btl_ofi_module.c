@@ -411,6 +411,7 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
     OBJ_DESTRUCT(&module->endpoints_by_name);
+    OBJ_DESTRUCT(&module->amo_pending);
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->lock);
 

@@ -22,7 +22,7 @@ OBJ_CLASS_INSTANCE(mca_btl_ofi_completion_t, opal_free_list_item_t,
                    mca_btl_ofi_completion_construct, NULL);
 
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
-                            ssize_t rc, const char *call)
+                            ssize_t rc, const char *call, const char *file, int line)
 {
     (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
     opal_free_list_return(&context->completions, &comp->super);
@@ -32,7 +32,7 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
         (void) mca_btl_ofi_context_progress(context);
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    MCA_BTL_OFI_REPORT(call, rc);
+    MCA_BTL_OFI_REPORT_AT(call, rc, file, line);
     return OPAL_ERROR;
 }
 

@@ -86,19 +86,23 @@ static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp,
  * reported and returned as an error. Called with the context lock held.
  */
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
-                            ssize_t rc, const char *call);
+                            ssize_t rc, const char *call, const char *file, int line);
 
 enum { MCA_BTL_OFI_PARKED_PUT = 1, MCA_BTL_OFI_PARKED_GET = 2 };
 
 /** Post the puts and gets the provider refused earlier, in order. */
 void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context);
 
-static inline int mca_btl_ofi_post_result(mca_btl_ofi_context_t *context,
-                                          mca_btl_ofi_completion_t *comp, ssize_t rc,
-                                          const char *call)
+/* the report names the line of the call that failed, not this helper's */
+#define mca_btl_ofi_post_result(context, comp, rc, call) \
+    mca_btl_ofi_post_result_at(context, comp, rc, call, __FILE__, __LINE__)
+
+static inline int mca_btl_ofi_post_result_at(mca_btl_ofi_context_t *context,
+                                             mca_btl_ofi_completion_t *comp, ssize_t rc,
+                                             const char *call, const char *file, int line)
 {
     if (OPAL_UNLIKELY(0 != rc)) {
-        return mca_btl_ofi_post_failed(context, comp, rc, call);
+        return mca_btl_ofi_post_failed(context, comp, rc, call, file, line);
     }
     if (OPAL_UNLIKELY(context->outstanding > mca_btl_ofi_component.progress_threshold)) {
         /* keep the queue short where the provider only moves data when polled */
