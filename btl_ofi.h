@@ -171,10 +171,27 @@ struct mca_btl_base_endpoint_t {
     fi_addr_t *addrs;
     int num_addrs;
     bool lost; /* reported to the upper layer as unreachable */
+    /* the process behind it is known to be gone: operations to it fail at
+     * once instead of waiting on a provider that may never complete them */
+    volatile bool dead;
+    bool checkable; /* shares our host: pid and start_time can be checked */
+    volatile int64_t inflight; /* our operations to it not completed yet (atomic) */
+    uint32_t pid;
+    uint64_t start_time;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
+
+/** Count operations posted (n > 0) or completed (n < 0) on a context, for
+ * one peer: flush and drain wait on the first, a lost peer is judged by
+ * the second. */
+static inline void mca_btl_ofi_inflight(mca_btl_ofi_context_t *context,
+                                        struct mca_btl_base_endpoint_t *endpoint, int64_t n)
+{
+    (void) opal_atomic_fetch_add_64(&context->outstanding, n);
+    (void) opal_atomic_fetch_add_64(&endpoint->inflight, n);
+}
 
 typedef struct mca_btl_ofi_module_t {
     mca_btl_base_module_t super;
@@ -241,6 +258,7 @@ typedef struct mca_btl_ofi_component_t {
     int num_contexts_per_module;
     bool disable_sep;
     int progress_threshold;
+    int peer_check_interval; /* ms between checks of same-host peers, <= 0: never */
     int num_cq_read;
     int rd_num;
     int multi_recv_size;
@@ -351,6 +369,16 @@ bool mca_btl_ofi_fault_hit(int call);
     } while (0)
 /* 0 when the lock was taken (or locking is off), as opal_mutex_trylock */
 #define MCA_BTL_OFI_TRYLOCK(m) (mca_btl_ofi_component.locking ? opal_mutex_trylock(m) : 0)
+
+/** An operation to a peer known to be gone: report the peer (once) and
+ * refuse the operation with OPAL_ERR_UNREACH. */
+int mca_btl_ofi_endpoint_refuse(struct mca_btl_ofi_module_t *module,
+                                mca_btl_ofi_endpoint_t *endpoint);
+
+/** After a failed post or completion: when the peer (on this host) is gone,
+ * mark it, report it once and return true. */
+bool mca_btl_ofi_endpoint_check(struct mca_btl_ofi_module_t *module,
+                                mca_btl_ofi_endpoint_t *endpoint);
 
 /** Report a failed libfabric call once, with its name and fi_strerror. */
 #define MCA_BTL_OFI_REPORT_AT(call, rc, file, line)                                      \

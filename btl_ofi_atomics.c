@@ -286,10 +286,10 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
     req.compare = compare;
     memcpy(&req.origin, &OPAL_PROC_MY_NAME, sizeof(req.origin));
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
     rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req));
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+        (void) mca_btl_ofi_inflight(context, endpoint, -1);
         MCA_BTL_OFI_LOCK(&module->lock);
         (void) opal_hash_table_remove_value_uint64(&module->amo_pending, req.req_id);
         MCA_BTL_OFI_UNLOCK(&module->lock);
@@ -406,6 +406,9 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
         return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags,
                                         local_address);
     }
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, local_address, remote_address,
                                        local_handle, remote_handle, op, operand, 0, false, flags,
@@ -420,7 +423,7 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     }
     mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
                          mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
@@ -452,6 +455,9 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags, NULL);
     }
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, NULL, remote_address, NULL, remote_handle,
                                        op, operand, 0, false, flags, cbfunc, cbcontext, cbdata);
@@ -465,7 +471,7 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     }
     mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
                    mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
@@ -499,6 +505,9 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
         return mca_btl_ofi_atomic_local(module, MCA_BTL_ATOMIC_SWAP, remote_address, value, compare,
                                         true, flags, local_address);
     }
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, local_address, remote_address,
                                        local_handle, remote_handle, MCA_BTL_ATOMIC_SWAP, value,
@@ -514,7 +523,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
     mca_btl_ofi_store_operand(&comp->operand[0], value, flags);
     mca_btl_ofi_store_operand(&comp->operand[1], compare, flags);
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
                            local_address, mca_btl_ofi_local_desc(local_handle),

@@ -4,6 +4,7 @@
  */
 
 #include "btl_ofi.h"
+#include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
 
 #include <dlfcn.h>
@@ -223,6 +224,14 @@ static int mca_btl_ofi_component_register(void)
         "Operations in flight on a context above which posting a new one also drains that "
         "context's completion queue (bounds queue depth on providers with manual progress)",
         &c->progress_threshold, OPAL_INFO_LVL_5, NULL);
+
+    c->peer_check_interval = 1000;
+    (void) mca_btl_ofi_reg_int(
+        "peer_check_interval",
+        "Milliseconds between checks that the peers on this host still exist; a peer found "
+        "gone (killed, crashed) is reported to the upper layer, which ends the job naming it, "
+        "and operations to it fail at once. 0 or less: never check",
+        &c->peer_check_interval, OPAL_INFO_LVL_5, NULL);
 
     c->num_cq_read = 64;
     (void) mca_btl_ofi_reg_int("num_cq_read",
@@ -774,12 +783,17 @@ out:
  * others and a single call stays short. */
 int mca_btl_ofi_component_progress(void)
 {
+    /* per thread, so that counting needs no atomics */
+    static __thread uint32_t calls = 0;
     int count = 0;
 
     for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
         mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
         for (int i = 0; i < module->num_contexts; ++i) {
             count += mca_btl_ofi_context_progress(module->contexts + i);
+        }
+        if (OPAL_UNLIKELY(0 == (++calls & 255))) {
+            mca_btl_ofi_peers_check(module);
         }
     }
     return count;

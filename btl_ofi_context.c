@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "btl_ofi.h"
+#include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
@@ -337,20 +338,15 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
     case FI_ENOTCONN:
     case FI_ETIMEDOUT:
     case FI_EADDRNOTAVAIL:
+        if (NULL != endpoint) {
+            mca_btl_ofi_endpoint_lost(module, endpoint, fi_strerror(err));
+        }
         break;
     default:
-        return;
+        /* other errors (EIO, ECANCELED...) name no cause: look at the peer */
+        (void) mca_btl_ofi_endpoint_check(module, endpoint);
+        break;
     }
-    if (module->closing || NULL == module->error_cb || NULL == endpoint || NULL == endpoint->proc
-        || endpoint->lost) {
-        return;
-    }
-    endpoint->lost = true;
-    snprintf(info, sizeof(info), "btl/ofi on %s lost contact with peer %s on %s: %s",
-             opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
-             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
-             fi_strerror(err));
-    module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc, info);
 }
 
 /* One completion, to the object that posted it. */
@@ -434,8 +430,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         }
         mca_btl_ofi_context_report_error(context, &err);
         if (NULL != err.op_context) {
-            mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
+            /* the lost peer first: the failed operation's owner may end the
+             * job on it (ob1 does) without saying which peer it was */
             mca_btl_ofi_peer_lost(context, err.op_context, err.err);
+            mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
         }
         return 1;
     }

@@ -9,6 +9,13 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_frag.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
@@ -19,6 +26,11 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->addrs = NULL;
     endpoint->num_addrs = 0;
     endpoint->lost = false;
+    endpoint->dead = false;
+    endpoint->checkable = false;
+    endpoint->pid = 0;
+    endpoint->start_time = 0;
+    endpoint->inflight = 0;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
@@ -38,6 +50,210 @@ static int mca_btl_ofi_getname(struct fid *fid, uint8_t *buf, size_t *len)
         return OPAL_ERROR;
     }
     return OPAL_SUCCESS;
+}
+
+/* ------------------------------------------------------- peer liveness
+ *
+ * Providers do not all notice a peer that died: shm keeps writing into the
+ * dead process's shared memory, udp;ofi_rxd retransmits forever. A peer on
+ * this host can be checked directly: every process publishes its pid, the
+ * start time of that pid and the host's boot and pid-namespace identity,
+ * and a peer with the same identity is looked up in /proc. Gone, a zombie,
+ * or a pid now owned by a newer process: the peer is dead. */
+
+/* state and start time (fields 3 and 22) of /proc/PID/stat; false when
+ * the process does not exist */
+static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, uint64_t *start_time)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long start = 0;
+    size_t len;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned) pid);
+    f = fopen(path, "r");
+    if (NULL == f) {
+        return false;
+    }
+    len = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    /* the command name may hold spaces and parentheses: skip to the last ')' */
+    p = strrchr(buf, ')');
+    errno = 0;
+    if (NULL == p
+        || 2 != sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                              "%*s %*s %*s %llu",
+                       state, &start)) {
+        return false;
+    }
+    *start_time = start;
+    return true;
+}
+
+static void mca_btl_ofi_identity(mca_btl_ofi_modex_t *blob)
+{
+    struct stat st;
+    char state;
+    FILE *f;
+
+    blob->pid = (uint32_t) getpid();
+    blob->pidns = (0 == stat("/proc/self/ns/pid", &st)) ? (uint64_t) st.st_ino : 0;
+    if (!mca_btl_ofi_proc_stat(blob->pid, &state, &blob->start_time)) {
+        blob->start_time = 0;
+    }
+    memset(blob->boot_id, 0, sizeof(blob->boot_id));
+    f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (NULL != f) {
+        if (NULL == fgets(blob->boot_id, sizeof(blob->boot_id), f)) {
+            blob->boot_id[0] = '\0';
+        }
+        fclose(f);
+    }
+}
+
+/* A peer we can check: same boot, same pid namespace, identity known. */
+static void mca_btl_ofi_endpoint_identity(mca_btl_ofi_endpoint_t *endpoint,
+                                          const mca_btl_ofi_modex_t *peer)
+{
+    static mca_btl_ofi_modex_t self;
+    static bool known = false;
+
+    if (!known) {
+        mca_btl_ofi_identity(&self);
+        known = true;
+    }
+    endpoint->checkable = 0 != peer->pid && 0 != peer->pidns && 0 != peer->start_time
+                          && '\0' != self.boot_id[0] && self.pidns == peer->pidns
+                          && 0 == strncmp(self.boot_id, peer->boot_id, sizeof(self.boot_id))
+                          && self.pid != peer->pid;
+    endpoint->pid = peer->pid;
+    endpoint->start_time = peer->start_time;
+}
+
+static bool mca_btl_ofi_endpoint_gone(const mca_btl_ofi_endpoint_t *endpoint)
+{
+    uint64_t start_time;
+    char state;
+
+    if (!mca_btl_ofi_proc_stat(endpoint->pid, &state, &start_time)) {
+        return ENOENT == errno || ESRCH == errno;
+    }
+    return 'Z' == state || 'X' == state || start_time != endpoint->start_time;
+}
+
+void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                               const char *why)
+{
+    char info[256];
+    bool first;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    first = !endpoint->lost;
+    endpoint->lost = true;
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (!first || module->closing || NULL == module->error_cb || NULL == endpoint->proc) {
+        return;
+    }
+    snprintf(info, sizeof(info), "btl/ofi on %s lost contact with peer %s on %s: %s",
+             opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
+             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?", why);
+    module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc, info);
+}
+
+int mca_btl_ofi_endpoint_refuse(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    mca_btl_ofi_endpoint_lost(module, endpoint, "the process no longer exists");
+    return OPAL_ERR_UNREACH;
+}
+
+bool mca_btl_ofi_endpoint_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    if (NULL == endpoint || (!endpoint->dead && !(endpoint->checkable && mca_btl_ofi_endpoint_gone(endpoint)))) {
+        return false;
+    }
+    endpoint->dead = true;
+    mca_btl_ofi_endpoint_lost(module, endpoint, "the process no longer exists");
+    return true;
+}
+
+static double mca_btl_ofi_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+/* Work of ours that waits on this peer: operations posted to it and not
+ * completed, or sends the provider refused for now and we keep. */
+static bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    bool owed = endpoint->inflight > 0;
+
+    for (int i = 0; i < module->num_contexts && !owed; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        opal_list_item_t *item;
+
+        MCA_BTL_OFI_LOCK(&context->lock);
+        OPAL_LIST_FOREACH (item, &context->sendq, opal_list_item_t) {
+            if (((mca_btl_ofi_frag_t *) item)->endpoint == endpoint) {
+                owed = true;
+                break;
+            }
+        }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
+    return owed;
+}
+
+/*
+ * A dead peer is marked, so that the next operation to it fails and reports
+ * it; it is reported at once when work of ours waits on it. A peer that
+ * went away while nothing was owed to it (a job's ranks leave
+ * MPI_Finalize at different times, a disconnected spawned job exits) ends
+ * nothing.
+ */
+void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
+{
+    static double next_check = 0.0;
+    mca_btl_ofi_endpoint_t *endpoint, *dead = NULL;
+    int interval = mca_btl_ofi_component.peer_check_interval;
+    double now;
+
+    if (interval <= 0 || module->closing || 0 != MCA_BTL_OFI_TRYLOCK(&module->lock)) {
+        return;
+    }
+    now = mca_btl_ofi_seconds();
+    if (now < next_check) {
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        return;
+    }
+    next_check = now + 1e-3 * (double) interval;
+    OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (!endpoint->checkable || endpoint->lost) {
+            continue;
+        }
+        if (!endpoint->dead) {
+            if (!mca_btl_ofi_endpoint_gone(endpoint)) {
+                continue;
+            }
+            endpoint->dead = true;
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "peer %s (pid %u) no longer exists",
+                                OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                                (unsigned) endpoint->pid);
+        }
+        if (NULL == dead) {
+            dead = endpoint;
+            OBJ_RETAIN(dead);
+        }
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL != dead) {
+        if (mca_btl_ofi_owed(module, dead)) {
+            mca_btl_ofi_endpoint_lost(module, dead, "the process no longer exists");
+        }
+        OBJ_RELEASE(dead);
+    }
 }
 
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
@@ -75,6 +291,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
     blob->num_addrs = (uint16_t) num_addrs;
     blob->addr_len = (uint32_t) addr_len;
     blob->sep = (NULL != module->sep);
+    mca_btl_ofi_identity(blob);
 
     for (i = 0; i < num_addrs; ++i) {
         struct fid *fid = (NULL != module->sep) ? &module->sep->fid : &module->contexts[i].ep->fid;
@@ -167,6 +384,7 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     }
     endpoint->num_addrs = module->num_contexts;
     endpoint->proc = proc;
+    mca_btl_ofi_endpoint_identity(endpoint, blob);
     *ep_out = endpoint;
     rc = OPAL_SUCCESS;
     goto out_free_peer;

@@ -17,10 +17,24 @@ typedef struct mca_btl_ofi_modex_t {
     uint16_t num_addrs;    /* 1 for a scalable endpoint, else one per context */
     uint32_t addr_len;     /* bytes of each address */
     uint32_t sep;          /* 1 when the addresses name a scalable endpoint */
+    /* who the publisher is on its host, so that a peer sharing the host (same
+     * boot and pid namespace) can tell whether the process still exists */
+    uint32_t pid;
+    uint64_t pidns;             /* inode of /proc/self/ns/pid */
+    uint64_t start_time;        /* field 22 of /proc/self/stat: guards against pid reuse */
+    char boot_id[40];           /* /proc/sys/kernel/random/boot_id */
     uint8_t addrs[];
 } mca_btl_ofi_modex_t;
 
-#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100001u
+#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100002u
+
+/* Report a peer as lost, once, through the upper layer's error callback. */
+void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                               const char *why);
+
+/* Check that the peers sharing this host still exist (every
+ * btl_ofi_peer_check_interval ms, called from the progress callback). */
+void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

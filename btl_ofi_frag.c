@@ -122,7 +122,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
                        frag->endpoint->addrs[context->index], &frag->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         /* under the lock, so its completion cannot be read before this */
-        (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+        mca_btl_ofi_inflight(context, frag->endpoint, 1);
         context->counters.send_count++;
         context->counters.send_bytes += len;
     }
@@ -136,6 +136,10 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
     mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) des;
     ssize_t rc = -FI_EAGAIN;
+
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
 
     frag->hdr->type = MCA_BTL_OFI_MSG_AM;
     frag->hdr->op = tag;
@@ -164,6 +168,9 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
+    if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+        return OPAL_ERR_UNREACH;
+    }
     MCA_BTL_OFI_REPORT("fi_send", rc);
     return OPAL_ERROR;
 }
@@ -191,8 +198,10 @@ static void mca_btl_ofi_sendq_flush(mca_btl_ofi_context_t *context)
         (void) opal_atomic_fetch_add_64(&context->nqueued, -1);
         MCA_BTL_OFI_UNLOCK(&context->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
-            MCA_BTL_OFI_REPORT("fi_send", rc);
-            (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+            if (!mca_btl_ofi_endpoint_check(context->module, frag->endpoint)) {
+                MCA_BTL_OFI_REPORT("fi_send", rc);
+            }
+            mca_btl_ofi_inflight(context, frag->endpoint, 1);
             mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
         }
     }
@@ -214,6 +223,9 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     mca_btl_ofi_context_t *context;
     ssize_t rc;
 
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
     if (OPAL_UNLIKELY(len > module->inject_size || len > sizeof(buf))) {
         goto out_descriptor;
     }
@@ -252,6 +264,9 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         return OPAL_SUCCESS;
     }
     if (-FI_EAGAIN != rc) {
+        if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+            return OPAL_ERR_UNREACH;
+        }
         MCA_BTL_OFI_REPORT("fi_inject", rc);
         return OPAL_ERROR;
     }
@@ -271,6 +286,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
 {
     mca_btl_ofi_context_t *context = frag->context;
     mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
     uint32_t flags = frag->base.des_flags; /* the callback may free the frag */
 
     if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && OPAL_LIKELY(!module->closing)) {
@@ -279,7 +295,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || module->closing) {
         opal_free_list_return(&module->frags, &frag->base.super);
     }
-    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+    mca_btl_ofi_inflight(context, endpoint, -1);
 }
 
 /* Hand a pml message to the callback registered for its tag. */
@@ -480,7 +496,7 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
         frag->endpoint = endpoint;
         frag->context = context;
-        (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+        mca_btl_ofi_inflight(context, endpoint, 1);
     }
 
     MCA_BTL_OFI_LOCK(&context->lock);
@@ -495,11 +511,14 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         return OPAL_SUCCESS;
     }
     if (NULL != frag) {
-        (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+        mca_btl_ofi_inflight(context, endpoint, -1);
         opal_free_list_return(&module->frags, &frag->base.super);
     }
     if (-FI_EAGAIN == rc) {
         return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+        return OPAL_ERR_UNREACH;
     }
     MCA_BTL_OFI_REPORT(NULL == frag ? "fi_inject" : "fi_send", rc);
     return OPAL_ERROR;

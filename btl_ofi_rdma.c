@@ -24,13 +24,18 @@ OBJ_CLASS_INSTANCE(mca_btl_ofi_completion_t, opal_free_list_item_t,
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
                             ssize_t rc, const char *call, const char *file, int line)
 {
-    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+
+    (void) mca_btl_ofi_inflight(context, endpoint, -1);
     opal_free_list_return(&context->completions, &comp->super);
 
     if (-FI_EAGAIN == rc) {
         /* the provider's queues are full: make room, let the caller retry */
         (void) mca_btl_ofi_context_progress(context);
         return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (mca_btl_ofi_endpoint_check(context->module, endpoint)) {
+        return OPAL_ERR_UNREACH; /* reported as a lost peer, the real cause */
     }
     MCA_BTL_OFI_REPORT_AT(call, rc, file, line);
     return OPAL_ERROR;
@@ -112,9 +117,11 @@ void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context)
         (void) opal_list_remove_first(&context->rdmaq);
         MCA_BTL_OFI_UNLOCK(&context->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
-            MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write"
-                                                                           : "fi_read",
-                               rc);
+            if (!mca_btl_ofi_endpoint_check(context->module, comp->endpoint)) {
+                MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write"
+                                                                               : "fi_read",
+                                   rc);
+            }
             mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
         }
     }
@@ -134,13 +141,17 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     (void) flags;
     (void) order;
 
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
+
     comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
                                         cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_PUT, size,
                                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
@@ -164,13 +175,17 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     (void) flags;
     (void) order;
 
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
+
     comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
                                         cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
 
-    (void) opal_atomic_fetch_add_64(&context->outstanding, 1);
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_GET, size,
                                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),

@@ -71,13 +71,14 @@ mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *
 static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
 {
     mca_btl_ofi_context_t *context = comp->context;
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
 
     if (NULL != comp->cbfunc && OPAL_LIKELY(!context->module->closing)) {
         comp->cbfunc(comp->btl, comp->endpoint, comp->local_address, comp->local_handle,
                      comp->cbcontext, comp->cbdata, status);
     }
     opal_free_list_return(&context->completions, &comp->super);
-    (void) opal_atomic_fetch_add_64(&context->outstanding, -1);
+    mca_btl_ofi_inflight(context, endpoint, -1);
 }
 
 /**

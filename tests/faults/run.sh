@@ -22,7 +22,8 @@
 #                       runtime   plain mpirun: the job must end within 30 s
 #                                 of the kill, naming the dead rank ("mpirun
 #                                 noticed that process rank 2 ... exited on
-#                                 signal 9");
+#                                 signal 9", or btl/ofi's "lost contact with
+#                                 peer [[JOB,1],2]" when it noticed first);
 #                       recovery  --mca orte_enable_recovery 1: mpirun keeps
 #                                 the job alive, so only btl/ofi can end it;
 #                                 within 30 s of the kill the survivors must
@@ -379,6 +380,9 @@ run_death() { # label prov mode log t0
         why+=("runtime run: $D_WHY (exit code $D_RC)")
     else
         what=$(grep -m1 -oE 'process rank 2 with PID [0-9]+ on node [^ ]+ exited on signal 9' "$rlog")
+        # btl/ofi may name the dead rank before mpirun does (the survivors'
+        # next operation to it fails at once on sockets and tcp)
+        [[ -z $what ]] && what=$(grep -m1 -oE 'btl/ofi on [^ ]+ lost contact with peer \[\[[0-9]+,1\],2\] on [^:]+: .*' "$rlog" | cut -c1-160)
         crash=$(crash_of "$rlog")
         if ((!D_ENDED)); then
             why+=("runtime run: the job still ran ${death_limit} s after the SIGKILL (hang)")
