@@ -29,9 +29,11 @@ OBJ_CLASS_INSTANCE(mca_btl_ofi_frag_t, mca_btl_base_descriptor_t, mca_btl_ofi_fr
 static int mca_btl_ofi_frag_item_init(opal_free_list_item_t *item, void *ctx)
 {
     mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
-    (void) ctx;
 
     frag->hdr = (mca_btl_ofi_msg_hdr_t *) item->ptr;
+    /* once, when the list grows: padding the upper layer leaves unset in
+     * its headers then carries zeros, never old heap contents */
+    memset(item->ptr, 0, ((mca_btl_ofi_module_t *) ctx)->msg_size);
     frag->segment.seg_addr.pval = frag->hdr + 1;
     frag->segment.seg_len = 0;
     return OPAL_SUCCESS;
@@ -42,7 +44,7 @@ int mca_btl_ofi_frags_init(mca_btl_ofi_module_t *module)
     return opal_free_list_init(&module->frags, sizeof(mca_btl_ofi_frag_t), opal_cache_line_size,
                                OBJ_CLASS(mca_btl_ofi_frag_t), module->msg_size,
                                opal_cache_line_size, 64, -1, 64, NULL, 0, NULL,
-                               mca_btl_ofi_frag_item_init, NULL);
+                               mca_btl_ofi_frag_item_init, module);
 }
 
 mca_btl_base_descriptor_t *mca_btl_ofi_alloc(mca_btl_base_module_t *btl,
@@ -172,7 +174,12 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
         return OPAL_ERR_UNREACH;
     }
     MCA_BTL_OFI_REPORT("fi_send", rc);
-    return OPAL_ERROR;
+    /* The fragment fails through its callback, as a failed completion
+     * would: an error returned here is dropped by some callers (libnbc's
+     * rounds), which then wait forever for a message never sent. */
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
+    return OPAL_SUCCESS;
 }
 
 /* Post the fragments send() had to keep, in order, until the queue is full

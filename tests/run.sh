@@ -14,6 +14,10 @@
 #     ofi,self only: ping-pong with each protocol forced, unexpected-message
 #     flood, collectives, matching/probe/cancel, one- and two-sided mixed,
 #     back-to-back jobs), one PASS/FAIL line each;
+#  4c. faults: the cases of tests/faults/run.sh (a peer SIGKILLed in a
+#     passive-target epoch and in a two-sided flood, registration exposure
+#     through the BTL API, injected provider failures, MCA fuzz, ASan,
+#     memcheck, back-to-back jobs; about 12 minutes), one line each;
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
 #  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
 #     PASS/FAIL line per (provider, contexts, threads) group
@@ -28,7 +32,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync twosided badinput threads progress helgrind intree bench"
+#   TESTS="putget atomics sync twosided faults badinput threads progress helgrind intree bench"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -45,7 +49,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync twosided badinput threads progress helgrind intree bench}
+TESTS=${TESTS:-putget atomics sync twosided faults badinput threads progress helgrind intree bench}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
