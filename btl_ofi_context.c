@@ -437,6 +437,14 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         }
         return 1;
     }
+    /* messages are counted here, under the lock: their callbacks run
+     * unlocked, possibly in two threads draining the same context */
+    for (ssize_t i = 0; i < count; ++i) {
+        if ((entries[i].flags & FI_RECV) && entries[i].len > 0) {
+            context->counters.recv_count++;
+            context->counters.recv_bytes += entries[i].len;
+        }
+    }
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && count > 0) {
@@ -504,6 +512,8 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
     for (ssize_t i = 0; i < count; ++i) {
         if (mca_btl_ofi_msg_is_amo_request(context, entries + i)) {
             serve[nserve++] = (int) i;
+            context->counters.recv_count++;
+            context->counters.recv_bytes += entries[i].len;
         } else {
             context->deferred[context->deferred_count++] = entries[i];
         }

@@ -435,8 +435,6 @@ static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, si
     if (OPAL_UNLIKELY(len < sizeof(*hdr))) {
         return;
     }
-    context->counters.recv_count++;
-    context->counters.recv_bytes += len;
     switch (hdr->type) {
     case MCA_BTL_OFI_MSG_AM:
         mca_btl_ofi_am_deliver(context, msg, len);
