@@ -431,13 +431,14 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
  * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
  * means the provider works but lacks something we need (already said). */
 /*
- * Two-sided limits that suit each provider, from the latency sweep of
- * bench/p2p_bench at 2 KiB..64 KiB with the eager limit at 8 KiB and at
- * 64 KiB (see README, "Two-sided limits"):
- *   shm       sends above its 4 KiB inject size are copied in segments
- *             through the peer's bounce buffers (3.1-3.5 us at 4-6 KiB),
- *             while a rendezvous whose data moves by btl get takes about
- *             2 us from 8 KiB on: eager only up to 4 KiB.
+ * Two-sided limits that suit each provider, from latency and bandwidth
+ * sweeps of bench/p2p_bench (see README, "Two-sided traffic"):
+ *   shm       (quiet machine, 2026-11-23) a 4-16 KiB eager send takes
+ *             2.7-5.4 us against 5.3-7.4 us for ob1's rendezvous (RTS,
+ *             btl get, FIN), and streams 2-2.7x faster; at 32 KiB both
+ *             take ~10 us and above it the rendezvous wins: eager and
+ *             send fragments of 32 KiB, 8 KiB in the rendezvous's first
+ *             fragment.
  *   tcp;ofi_rxm  rxm carries messages up to its 16 KiB eager buffers in
  *             one go (10-13 us at 8-12 KiB against 31-35 us for ob1's
  *             rendezvous); above that rxm runs its own rendezvous, no
@@ -456,7 +457,7 @@ static const struct {
     size_t rndv_eager_limit;
     size_t max_send_size;
 } mca_btl_ofi_limits[] = {
-    {"shm", 4096, 4096, 32768},
+    {"shm", 32768, 8192, 32768},
     {"tcp;ofi_rxm", 16384, 8192, 16384},
     {"sockets", 65536, 8192, 65536},
     {"udp;ofi_rxd", 65536, 8192, 65536},
