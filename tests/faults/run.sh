@@ -647,7 +647,9 @@ run_inject() { # label prov call log t0
             why+=("on every rank: no 'fi call failed' message naming fi_getinfo")
         elif ! grep -q 'no usable libfabric provider' "$alog"; then
             why+=("on every rank: no 'no usable libfabric provider' message")
-        elif ! grep -q 'unable to reach each other' "$alog"; then
+        elif ! grep -qE 'unable to reach each other|MPI_INIT has failed because at least one MPI process is unreachable' "$alog"; then
+            # (Open MPI prints either verdict; the first is sometimes lost
+            # in its help-message transport, "ORTE_ERROR_LOG: Data unpack")
             why+=("on every rank: the job stopped without Open MPI's 'unable to reach each other': $(first_fail "$alog")")
         fi
         [[ -n $crash ]] && why+=("on every rank: crash: $crash")
