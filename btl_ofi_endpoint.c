@@ -161,20 +161,23 @@ void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
     module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc, info);
 }
 
-int mca_btl_ofi_endpoint_refuse(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
-{
-    mca_btl_ofi_endpoint_lost(module, endpoint, "the process no longer exists");
-    return OPAL_ERR_UNREACH;
-}
-
 bool mca_btl_ofi_endpoint_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
-    if (NULL == endpoint || (!endpoint->dead && !(endpoint->checkable && mca_btl_ofi_endpoint_gone(endpoint)))) {
+    if (NULL == endpoint) {
+        return false;
+    }
+    if (!endpoint->dead && !(endpoint->checkable && mca_btl_ofi_endpoint_gone(endpoint))) {
         return false;
     }
     endpoint->dead = true;
     mca_btl_ofi_endpoint_lost(module, endpoint, "the process no longer exists");
     return true;
+}
+
+int mca_btl_ofi_endpoint_refuse(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    (void) mca_btl_ofi_endpoint_check(module, endpoint); /* dead: reports it once */
+    return OPAL_ERR_UNREACH;
 }
 
 static double mca_btl_ofi_seconds(void)
@@ -250,7 +253,7 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
     MCA_BTL_OFI_UNLOCK(&module->lock);
     if (NULL != dead) {
         if (mca_btl_ofi_owed(module, dead)) {
-            mca_btl_ofi_endpoint_lost(module, dead, "the process no longer exists");
+            (void) mca_btl_ofi_endpoint_check(module, dead);
         }
         OBJ_RELEASE(dead);
     }
