@@ -148,8 +148,11 @@ static inline void mca_btl_ofi_store_operand(uint64_t *slot, uint64_t value, int
  * osc/rdma 4.1 hands us a NULL remote handle for targets whose memory it
  * addresses directly (itself, or a peer's window mapped into this process)
  * and then expects the operation done. The address is then a valid local
- * address: apply the operation with processor atomics and report
- * completion in place (return 1), which osc/rdma supports.
+ * address: apply the operation with processor atomics and complete it
+ * through the caller's callback before returning. We never report "done in
+ * place" (return 1): osc/rdma 4.1.4 then stores 8 bytes into the result
+ * whatever the operation's width, overwriting the 4 bytes after a 32-bit
+ * result, while its callback copies only the operation's size.
  */
 static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t old,
                                          uint64_t operand, bool narrow)
@@ -225,9 +228,13 @@ static inline void mca_btl_ofi_store_result(void *result, uint64_t old, bool nar
     }
 }
 
-static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_atomic_op_t op,
+static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module,
+                                    mca_btl_base_endpoint_t *endpoint, mca_btl_base_atomic_op_t op,
                                     uint64_t address, uint64_t operand, uint64_t compare,
-                                    bool is_cswap, int flags, void *result)
+                                    bool is_cswap, int flags, void *result,
+                                    mca_btl_base_registration_handle_t *result_handle,
+                                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                    void *cbdata)
 {
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
     bool narrow = !!(flags & MCA_BTL_ATOMIC_FLAG_32BIT);
@@ -239,7 +246,10 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_a
     MCA_BTL_OFI_LOCK(&context->lock);
     context->counters.atomic_count++;
     MCA_BTL_OFI_UNLOCK(&context->lock);
-    return 1;
+    if (NULL != cbfunc) {
+        cbfunc(&module->super, endpoint, result, result_handle, cbcontext, cbdata, OPAL_SUCCESS);
+    }
+    return OPAL_SUCCESS;
 }
 
 /*
@@ -403,8 +413,9 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
         return OPAL_ERR_NOT_SUPPORTED;
     }
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags,
-                                        local_address);
+        return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, 0, false,
+                                        flags, local_address, local_handle, cbfunc, cbcontext,
+                                        cbdata);
     }
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
@@ -453,7 +464,8 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
         return OPAL_ERR_NOT_SUPPORTED;
     }
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return mca_btl_ofi_atomic_local(module, op, remote_address, operand, 0, false, flags, NULL);
+        return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, 0, false,
+                                        flags, NULL, NULL, cbfunc, cbcontext, cbdata);
     }
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
@@ -502,8 +514,9 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
         return OPAL_ERR_NOT_SUPPORTED;
     }
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return mca_btl_ofi_atomic_local(module, MCA_BTL_ATOMIC_SWAP, remote_address, value, compare,
-                                        true, flags, local_address);
+        return mca_btl_ofi_atomic_local(module, endpoint, MCA_BTL_ATOMIC_SWAP, remote_address,
+                                        value, compare, true, flags, local_address, local_handle,
+                                        cbfunc, cbcontext, cbdata);
     }
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);

@@ -32,7 +32,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync twosided faults badinput threads progress helgrind intree bench"
+#   TESTS="putget atomics sync canary twosided faults badinput threads progress helgrind intree bench"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -49,11 +49,11 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync twosided faults badinput threads progress helgrind intree bench}
+TESTS=${TESTS:-putget atomics sync canary twosided faults badinput threads progress helgrind intree bench}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
-mpi_tests=(putget atomics sync)
+mpi_tests=(putget atomics sync canary)
 
 export BTL_OFI_TEST_BIN=$bindir BTL_OFI_LOG_DIR=$logdir
 # The debugging switch of the test programs must never be on here.
