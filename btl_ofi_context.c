@@ -291,14 +291,37 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
     module->num_contexts = 0;
 }
 
+/* The peer an operation was posted to; NULL for a receive (its sender is
+ * unknown when it fails). */
+static mca_btl_ofi_endpoint_t *mca_btl_ofi_op_endpoint(void *op_context)
+{
+    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
+    case MCA_BTL_OFI_OP_RDMA:
+        return mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
+    case MCA_BTL_OFI_OP_SEND:
+        return mca_btl_ofi_frag_from_op(op_context)->endpoint;
+    default:
+        return NULL;
+    }
+}
+
 static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                                              const struct fi_cq_err_entry *err)
 {
-    char detail[256] = "";
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+    char detail[256] = "", peer[256] = "unknown (a receive)";
 
+    if (NULL != err->op_context) {
+        endpoint = mca_btl_ofi_op_endpoint(err->op_context);
+    }
+    if (NULL != endpoint && NULL != endpoint->proc) {
+        snprintf(peer, sizeof(peer), "%s on %s", OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                 NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?");
+    }
     (void) fi_cq_strerror(context->cq, err->prov_errno, err->err_data, detail, sizeof(detail));
     opal_show_help(MCA_BTL_OFI_HELP_FILE, "completion error", true, opal_process_info.nodename,
-                   context->index, err->err, fi_strerror(err->err), err->prov_errno, detail);
+                   context->index, peer, err->err, fi_strerror(err->err), err->prov_errno,
+                   detail);
 }
 
 /* A completion error that means the peer is gone (it exited, its host or
@@ -308,17 +331,10 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
 static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_context, int err)
 {
     mca_btl_ofi_module_t *module = context->module;
-    mca_btl_ofi_endpoint_t *endpoint = NULL;
+    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_op_endpoint(op_context);
     char info[256];
 
-    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
-    case MCA_BTL_OFI_OP_RDMA:
-        endpoint = mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
-        break;
-    case MCA_BTL_OFI_OP_SEND:
-        endpoint = mca_btl_ofi_frag_from_op(op_context)->endpoint;
-        break;
-    default:
+    if (NULL == endpoint) {
         /* a receive that failed lost a message from an unknown sender: the
          * upper layer would wait for it forever, so it must stop instead */
         if (!module->closing && NULL != module->error_cb) {
@@ -338,9 +354,7 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
     case FI_ENOTCONN:
     case FI_ETIMEDOUT:
     case FI_EADDRNOTAVAIL:
-        if (NULL != endpoint) {
-            mca_btl_ofi_endpoint_lost(module, endpoint, fi_strerror(err));
-        }
+        mca_btl_ofi_endpoint_lost(module, endpoint, fi_strerror(err));
         break;
     default:
         /* other errors (EIO, ECANCELED...) name no cause: look at the peer */

@@ -58,15 +58,23 @@ static int mca_btl_ofi_getname(struct fid *fid, uint8_t *buf, size_t *len)
  * dead process's shared memory, udp;ofi_rxd retransmits forever. A peer on
  * this host can be checked directly: every process publishes its pid, the
  * start time of that pid and the host's boot and pid-namespace identity,
- * and a peer with the same identity is looked up in /proc. Gone, a zombie,
- * or a pid now owned by a newer process: the peer is dead. */
+ * and a peer with the same identity is looked up in /proc. Gone, exiting,
+ * a zombie, or a pid now owned by a newer process: the peer is dead. */
 
-/* state and start time (fields 3 and 22) of /proc/PID/stat; false when
- * the process does not exist */
-static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, uint64_t *start_time)
+/* Linux's PF_EXITING task flag: set when the process starts to die, before
+ * its files (and so its sockets) are closed and long before it becomes a
+ * zombie. A peer killed by a signal resets its connections while /proc
+ * still shows it running; only this flag says it is already gone. */
+#define MCA_BTL_OFI_PF_EXITING 0x4u
+
+/* state, kernel flags and start time (fields 3, 9 and 22) of
+ * /proc/PID/stat; false when the process does not exist */
+static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, unsigned *flags,
+                                  uint64_t *start_time)
 {
     char path[64], buf[1024], *p;
     unsigned long long start = 0;
+    unsigned kflags = 0;
     size_t len;
     FILE *f;
 
@@ -82,11 +90,12 @@ static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, uint64_t *start_tim
     p = strrchr(buf, ')');
     errno = 0;
     if (NULL == p
-        || 2 != sscanf(p + 1, " %c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+        || 3 != sscanf(p + 1, " %c %*s %*s %*s %*s %*s %u %*s %*s %*s %*s %*s %*s %*s %*s %*s "
                               "%*s %*s %*s %llu",
-                       state, &start)) {
+                       state, &kflags, &start)) {
         return false;
     }
+    *flags = kflags;
     *start_time = start;
     return true;
 }
@@ -94,12 +103,13 @@ static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, uint64_t *start_tim
 static void mca_btl_ofi_identity(mca_btl_ofi_modex_t *blob)
 {
     struct stat st;
+    unsigned flags;
     char state;
     FILE *f;
 
     blob->pid = (uint32_t) getpid();
     blob->pidns = (0 == stat("/proc/self/ns/pid", &st)) ? (uint64_t) st.st_ino : 0;
-    if (!mca_btl_ofi_proc_stat(blob->pid, &state, &blob->start_time)) {
+    if (!mca_btl_ofi_proc_stat(blob->pid, &state, &flags, &blob->start_time)) {
         blob->start_time = 0;
     }
     memset(blob->boot_id, 0, sizeof(blob->boot_id));
@@ -134,12 +144,14 @@ static void mca_btl_ofi_endpoint_identity(mca_btl_ofi_endpoint_t *endpoint,
 static bool mca_btl_ofi_endpoint_gone(const mca_btl_ofi_endpoint_t *endpoint)
 {
     uint64_t start_time;
+    unsigned flags;
     char state;
 
-    if (!mca_btl_ofi_proc_stat(endpoint->pid, &state, &start_time)) {
+    if (!mca_btl_ofi_proc_stat(endpoint->pid, &state, &flags, &start_time)) {
         return ENOENT == errno || ESRCH == errno;
     }
-    return 'Z' == state || 'X' == state || start_time != endpoint->start_time;
+    return 'Z' == state || 'X' == state || (flags & MCA_BTL_OFI_PF_EXITING)
+           || start_time != endpoint->start_time;
 }
 
 void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
@@ -388,6 +400,12 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     endpoint->num_addrs = module->num_contexts;
     endpoint->proc = proc;
     mca_btl_ofi_endpoint_identity(endpoint, blob);
+    /* /proc says nothing about a process on another node, even when the
+     * hosts share a kernel and a pid namespace (containers): only peers
+     * Open MPI places on this node are checked there */
+    if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
+        endpoint->checkable = false;
+    }
     *ep_out = endpoint;
     rc = OPAL_SUCCESS;
     goto out_free_peer;
