@@ -21,7 +21,7 @@ case "${1:-}" in
 --deps-only) deps_only=1 ;;
 "") ;;
 -h | --help)
-    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
     exit 0
     ;;
 *)

@@ -84,7 +84,7 @@ if [[ ${1:-} == --list ]]; then
     exit 0
 fi
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
     exit 0
 fi
 

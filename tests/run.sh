@@ -21,7 +21,8 @@
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
 #  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
 #     PASS/FAIL line per (provider, contexts, threads) group
-#     (every provider x N=1,2,4 x T=1,2,4,8; see that script);
+#     (every provider x 3 (contexts, threads) pairs; BTL_OFI_FULL=1: the
+#     whole N=1,2,4 x T=1,2,4,8 matrix; see that script);
 #  7. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
 #     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes);
 #  8. bench: the benchmark comparison's smoke, QUICK=1 bench/compare.sh (shm,
@@ -41,6 +42,12 @@
 #   BTL_OFI_TEST_TIMEOUT=300               seconds per MPI test run
 #   BTL_OFI_PREFIX                         install prefix (default <repo>/_install)
 #   BTL_OFI_INTREE_TIMEOUT=1800            seconds for the in-tree build check
+#   BTL_OFI_FULL=1                         the full matrices instead of the
+#                                          default cut: 200 back-to-back jobs
+#                                          (default 30), every threads
+#                                          (contexts x threads) pair (default
+#                                          3 per provider), helgrind on every
+#                                          provider (about 25 minutes more)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -64,6 +71,13 @@ failed=0
 skipped=0
 failures=()
 t_start=$SECONDS
+group_names=()
+group_secs=()
+
+group_done() { # name start-seconds: the group's time for the summary
+    group_names+=("$1")
+    group_secs+=($((SECONDS - $2)))
+}
 
 mkdir -p "$bindir" "$logdir"
 rm -f "$logdir"/*.log "$logdir"/*.out "$logdir"/*.err
@@ -87,7 +101,15 @@ fail() { # label secs why [log]
 finish() {
     local total=$((SECONDS - t_start))
     echo
-    echo "==== summary: ${total}s in all; tests/logs/ has the full logs"
+    echo "==== summary: $((total / 60)) min $((total % 60)) s in all; tests/logs/ has the full logs"
+    if ((${#group_names[@]})); then
+        local i line="minutes per group:"
+        for i in "${!group_names[@]}"; do
+            line+=" ${group_names[$i]} $(awk -v s="${group_secs[$i]}" 'BEGIN { printf "%.1f", s / 60 }')"
+            ((i < ${#group_names[@]} - 1)) && line+=","
+        done
+        echo "$line"
+    fi
     if ((skipped)); then
         echo "$skipped provider(s) skipped (BTL_OFI_ALLOW_SKIP=1)"
     fi
@@ -116,6 +138,7 @@ echo "==== btl/ofi test suite: TESTS='$TESTS' PROVIDERS='$PROVIDERS' NPS='$NPS'"
 # 1. build
 # ------------------------------------------------------------------
 t0=$SECONDS
+g0=$SECONDS
 if [[ ${BTL_OFI_SKIP_BUILD:-0} == 1 ]]; then
     if "$repo/scripts/build.sh" --deps-only >"$logdir/build.log" 2>&1; then
         echo "build skipped (BTL_OFI_SKIP_BUILD=1); using ${BTL_OFI_PREFIX:-$repo/_install}"
@@ -169,6 +192,8 @@ else
         "expected one 'MCA btl: ofi ... Component v0.1.0' line with path $cpath, got: ${line:-nothing}" \
         "$logdir/ompi_info.log"
 fi
+
+group_done build $g0
 
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
@@ -227,6 +252,7 @@ for t in "${mpi_tests[@]}"; do
 done
 
 if ((any_mpi)); then
+    g0=$SECONDS
     for prov in $PROVIDERS; do
         why=$(provider_problem "$prov")
         if [[ -n $why ]]; then
@@ -247,6 +273,7 @@ if ((any_mpi)); then
             done
         done
     done
+    group_done onesided $g0
 fi
 
 # ------------------------------------------------------------------
@@ -276,25 +303,30 @@ run_sub_cases() { # script label-prefix case...
 }
 
 if wanted twosided; then
+    g0=$SECONDS
     run_sub_cases "$here/twosided/run.sh" twosided \
         $(PROVIDERS=$PROVIDERS "$here/twosided/run.sh" --list)
+    group_done twosided $g0
 fi
 
 # faults: tests/faults/run.sh (peer death, registration exposure, injected
 # provider failures, MCA fuzz, AddressSanitizer, memcheck, endurance)
 if wanted faults; then
+    g0=$SECONDS
     if [[ -x $here/faults/run.sh ]]; then
         run_sub_cases "$here/faults/run.sh" faults \
             $(PROVIDERS=$PROVIDERS "$here/faults/run.sh" --list)
     else
         fail faults 0 "tests/faults/run.sh is missing"
     fi
+    group_done faults $g0
 fi
 
 # ------------------------------------------------------------------
 # 5. bad input
 # ------------------------------------------------------------------
 if wanted badinput; then
+    g0=$SECONDS
     for c in $("$here/badinput.sh" --list); do
         t0=$SECONDS
         log=$logdir/badinput-run-$c.log
@@ -314,6 +346,7 @@ if wanted badinput; then
                 "$(grep -m1 "^FAIL" "$log" | sed 's/^FAIL [^:]*: //')" "$detail"
         fi
     done
+    group_done badinput $g0
 fi
 
 # ------------------------------------------------------------------
@@ -322,8 +355,10 @@ fi
 # ------------------------------------------------------------------
 for group in threads progress helgrind; do
     wanted "$group" || continue
+    g0=$SECONDS
     run_sub_cases "$here/threads/run.sh" threads \
         $(PROVIDERS=$PROVIDERS "$here/threads/run.sh" --list "$group")
+    group_done "$group" $g0
 done
 
 # ------------------------------------------------------------------
@@ -353,6 +388,7 @@ if wanted intree; then
     else
         fail intree 0 "mktemp -d failed"
     fi
+    group_done intree $t0
 fi
 
 # ------------------------------------------------------------------
@@ -375,6 +411,7 @@ if wanted bench; then
         ((rc == 124 || rc == 137)) && why="timed out after 300s"
         fail bench $((SECONDS - t0)) "${why:-exit code $rc; $ours values of ours in medians.tsv}" "$log"
     fi
+    group_done bench $t0
 fi
 
 finish

@@ -24,7 +24,7 @@ count=${1:-1000}
 tmo=${BTL_OFI_TEST_TIMEOUT:-120}
 
 if [[ $count == -h || $count == --help ]] || ! [[ $count =~ ^[0-9]+$ ]]; then
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
     exit 2
 fi
 read -r -a provs <<<"${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}"

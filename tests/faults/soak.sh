@@ -24,7 +24,7 @@ np=${NP:-4}
 
 minutes=${1:-}
 if [[ -z $minutes || $minutes == -h || $minutes == --help ]] || ! [[ $minutes =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
     exit 2
 fi
 shift
