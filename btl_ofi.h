@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_atomic.h>
@@ -175,9 +176,17 @@ struct mca_btl_base_endpoint_t {
      * once instead of waiting on a provider that may never complete them */
     volatile bool dead;
     bool checkable; /* shares our host: pid and start_time can be checked */
-    volatile int64_t inflight; /* our operations to it not completed yet (atomic) */
+    /* our operations to it posted and completed (atomic): work is owed to
+     * it while they differ, and it is stalled while `completed' stands */
+    volatile int64_t posted;
+    volatile int64_t completed;
     uint32_t pid;
     uint64_t start_time;
+    /* its host's IP address (IP providers; family 0 otherwise), and when
+     * its completions stood still since (seconds; liveness probes) */
+    struct sockaddr_storage host;
+    int64_t seen_completed;
+    double stall_since;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -190,7 +199,11 @@ static inline void mca_btl_ofi_inflight(mca_btl_ofi_context_t *context,
                                         struct mca_btl_base_endpoint_t *endpoint, int64_t n)
 {
     (void) opal_atomic_fetch_add_64(&context->outstanding, n);
-    (void) opal_atomic_fetch_add_64(&endpoint->inflight, n);
+    if (n > 0) {
+        (void) opal_atomic_fetch_add_64(&endpoint->posted, n);
+    } else {
+        (void) opal_atomic_fetch_add_64(&endpoint->completed, -n);
+    }
 }
 
 typedef struct mca_btl_ofi_module_t {
@@ -246,6 +259,9 @@ typedef struct mca_btl_ofi_module_t {
     /* finalize is draining: the layers above are gone (their code may
      * already be unloaded), so completions are reaped without callbacks */
     bool closing;
+    /* liveness probes of peers' hosts under way (btl_ofi_endpoint.c) */
+    struct mca_btl_ofi_probe_t *probes;
+    int num_probes;
 } mca_btl_ofi_module_t;
 
 typedef struct mca_btl_ofi_component_t {
@@ -259,6 +275,8 @@ typedef struct mca_btl_ofi_component_t {
     bool disable_sep;
     int progress_threshold;
     int peer_check_interval; /* ms between checks of same-host peers, <= 0: never */
+    int peer_probe_after;    /* s a peer's operations may stand still before its host is probed */
+    int peer_probe_timeout;  /* s a probe may go unanswered before the host is lost */
     int num_cq_read;
     int rd_num;
     int multi_recv_size;

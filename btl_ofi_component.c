@@ -7,11 +7,14 @@
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/argv.h"
+#include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
 
 static int mca_btl_ofi_component_register(void);
@@ -233,6 +236,21 @@ static int mca_btl_ofi_component_register(void)
         "and operations to it fail at once. 0 or less: never check",
         &c->peer_check_interval, OPAL_INFO_LVL_5, NULL);
 
+    c->peer_probe_after = 5;
+    (void) mca_btl_ofi_reg_int(
+        "peer_probe_after",
+        "Seconds a peer on another host may leave our operations to it uncompleted before its "
+        "host is probed (a TCP connection attempt to a closed port: a live kernel answers at "
+        "once, even while the peer computes outside MPI); a host that does not answer within "
+        "btl_ofi_peer_probe_timeout is reported lost (host down, link cut). 0 or less: never "
+        "probe (e.g. where a firewall drops such probes)",
+        &c->peer_probe_after, OPAL_INFO_LVL_5, NULL);
+    c->peer_probe_timeout = 3;
+    (void) mca_btl_ofi_reg_int("peer_probe_timeout",
+                               "Seconds a probe of a peer's host may go unanswered (see "
+                               "btl_ofi_peer_probe_after) before the host is reported lost",
+                               &c->peer_probe_timeout, OPAL_INFO_LVL_5, NULL);
+
     c->num_cq_read = 64;
     (void) mca_btl_ofi_reg_int("num_cq_read",
                                "Largest number of completions read from one completion queue "
@@ -424,6 +442,11 @@ static void mca_btl_ofi_check_params(void)
                        "btl_ofi_progress_threshold", c->progress_threshold, "at least 1", 64);
         c->progress_threshold = 64;
     }
+    if (c->peer_probe_timeout < 1 || c->peer_probe_timeout > 3600) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_peer_probe_timeout",
+                       c->peer_probe_timeout, "from 1 to 3600", 3);
+        c->peer_probe_timeout = 3;
+    }
     if (c->rd_num < 1 || c->rd_num > 4096) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_rd_num", c->rd_num,
                        "from 1 to 4096", 8);
@@ -487,9 +510,70 @@ static bool mca_btl_ofi_in_list(char **list, const char *name)
 }
 
 /* Why a candidate cannot be used, or NULL when it can. */
-static const char *mca_btl_ofi_refusal(const struct fi_info *info, char **include, char **exclude)
+/* The kind of source address a candidate domain has: peers on other hosts
+ * cannot use a loopback or an IPv6 link-local one (no interface scope
+ * travels in the address). */
+enum { MCA_BTL_OFI_ADDR_OTHER, MCA_BTL_OFI_ADDR_GLOBAL, MCA_BTL_OFI_ADDR_LOOPBACK,
+       MCA_BTL_OFI_ADDR_LINKLOCAL };
+
+static int mca_btl_ofi_addr_kind(const struct fi_info *info)
+{
+    const struct sockaddr *sa = (const struct sockaddr *) info->src_addr;
+
+    if (NULL == sa || info->src_addrlen < sizeof(sa->sa_family)) {
+        return MCA_BTL_OFI_ADDR_OTHER;
+    }
+    if (AF_INET == sa->sa_family && info->src_addrlen >= sizeof(struct sockaddr_in)) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *) sa;
+        return 127 == (ntohl(in->sin_addr.s_addr) >> 24) ? MCA_BTL_OFI_ADDR_LOOPBACK
+                                                         : MCA_BTL_OFI_ADDR_GLOBAL;
+    }
+    if (AF_INET6 == sa->sa_family && info->src_addrlen >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *) sa;
+        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) {
+            return MCA_BTL_OFI_ADDR_LOOPBACK;
+        }
+        return IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr) ? MCA_BTL_OFI_ADDR_LINKLOCAL
+                                                      : MCA_BTL_OFI_ADDR_GLOBAL;
+    }
+    return MCA_BTL_OFI_ADDR_OTHER;
+}
+
+/* Whether this job has processes on other hosts (unknown: yes). A job on
+ * one host keeps the loopback: its traffic then needs no other link. */
+static bool mca_btl_ofi_job_spans_hosts(void)
+{
+    static int spans = -1;
+    opal_process_name_t all = {.jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD};
+    uint32_t size = 0, *psize = &size;
+    int rc;
+
+    if (spans < 0) {
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &all, &psize, OPAL_UINT32);
+        spans = OPAL_SUCCESS != rc || 0 == size
+                || size > (uint32_t) opal_process_info.num_local_peers + 1;
+    }
+    return 1 == spans;
+}
+
+/* Whether the provider of `info' also offers a domain with an address that
+ * other hosts can reach. */
+static bool mca_btl_ofi_has_global_twin(const struct fi_info *all, const struct fi_info *info)
+{
+    for (; NULL != all; all = all->next) {
+        if (0 == strcmp(all->fabric_attr->prov_name, info->fabric_attr->prov_name)
+            && MCA_BTL_OFI_ADDR_GLOBAL == mca_btl_ofi_addr_kind(all)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *mca_btl_ofi_refusal(const struct fi_info *all, const struct fi_info *info,
+                                       char **include, char **exclude)
 {
     const char *prov = info->fabric_attr->prov_name;
+    int kind = mca_btl_ofi_addr_kind(info);
 
     if (NULL != include && !mca_btl_ofi_in_list(include, prov)) {
         return "not in btl_ofi_provider_include";
@@ -499,6 +583,14 @@ static const char *mca_btl_ofi_refusal(const struct fi_info *info, char **includ
     }
     if (info->domain_attr->mr_mode & (FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_RMA_EVENT)) {
         return "needs local or per-endpoint memory registration (FI_MR_LOCAL/FI_MR_ENDPOINT)";
+    }
+    if (MCA_BTL_OFI_ADDR_LINKLOCAL == kind) {
+        return "IPv6 link-local address (peers on other hosts cannot use it)";
+    }
+    if (MCA_BTL_OFI_ADDR_LOOPBACK == kind && mca_btl_ofi_has_global_twin(all, info)
+        && mca_btl_ofi_job_spans_hosts()) {
+        return "loopback, the job spans hosts and another interface exists (peers on other "
+               "hosts cannot reach a loopback address)";
     }
     return NULL;
 }
@@ -676,7 +768,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     for (struct fi_info *info = all; NULL != info; info = info->next) {
         const char *prov = info->fabric_attr->prov_name;
         const char *dom = info->domain_attr->name;
-        const char *why = mca_btl_ofi_refusal(info, include, exclude);
+        const char *why = mca_btl_ofi_refusal(all, info, include, exclude);
         const struct fi_info *twin;
         struct fi_info *mine;
         uint64_t extra;

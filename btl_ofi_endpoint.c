@@ -11,7 +11,10 @@
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -30,7 +33,11 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->checkable = false;
     endpoint->pid = 0;
     endpoint->start_time = 0;
-    endpoint->inflight = 0;
+    endpoint->posted = 0;
+    endpoint->completed = 0;
+    memset(&endpoint->host, 0, sizeof(endpoint->host));
+    endpoint->seen_completed = 0;
+    endpoint->stall_since = 0.0;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
@@ -154,10 +161,34 @@ static bool mca_btl_ofi_endpoint_gone(const mca_btl_ofi_endpoint_t *endpoint)
            || start_time != endpoint->start_time;
 }
 
+/* The IP address of the peer's host, from its libfabric address when that
+ * is a socket address (tcp, sockets, udp and the utility providers over
+ * them): what a liveness probe is sent to. */
+static void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module,
+                                      mca_btl_ofi_endpoint_t *endpoint, const uint8_t *addr,
+                                      size_t len)
+{
+    struct sockaddr sa;
+
+    if (FI_SOCKADDR_IN != module->info->addr_format && FI_SOCKADDR_IN6 != module->info->addr_format
+        && FI_SOCKADDR != module->info->addr_format) {
+        return;
+    }
+    if (len < sizeof(sa)) {
+        return;
+    }
+    memcpy(&sa, addr, sizeof(sa));
+    if ((AF_INET == sa.sa_family && len >= sizeof(struct sockaddr_in))
+        || (AF_INET6 == sa.sa_family && len >= sizeof(struct sockaddr_in6))) {
+        memcpy(&endpoint->host, addr,
+               AF_INET == sa.sa_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+    }
+}
+
 void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                const char *why)
 {
-    char info[256];
+    char info[512];
     bool first;
 
     MCA_BTL_OFI_LOCK(&module->lock);
@@ -203,7 +234,7 @@ static double mca_btl_ofi_seconds(void)
  * completed, or sends the provider refused for now and we keep. */
 static bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
-    bool owed = endpoint->inflight > 0;
+    bool owed = endpoint->posted != endpoint->completed;
 
     for (int i = 0; i < module->num_contexts && !owed; ++i) {
         mca_btl_ofi_context_t *context = module->contexts + i;
@@ -222,17 +253,199 @@ static bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
 }
 
 /*
+ * Peers on other hosts: /proc cannot tell whether they live, and a host
+ * that went down or whose link was cut sends nothing at all (no reset, no
+ * error: TCP retransmits for many minutes, datagram providers resend). A
+ * peer that merely computes outside MPI looks the same from its operations
+ * alone: they stand still on providers it must progress itself. Its
+ * kernel, though, still answers: a connection attempt to a closed port of
+ * its host is refused at once. So when our operations to such a peer
+ * stand still for btl_ofi_peer_probe_after seconds, its host is probed;
+ * no answer within btl_ofi_peer_probe_timeout seconds (or "no route")
+ * loses every peer on that host, naming it; an answer re-arms the wait.
+ */
+typedef struct mca_btl_ofi_probe_t {
+    struct sockaddr_storage host;
+    int fd;
+    int err; /* the verdict once known: 0 alive, else why it is not */
+    double started;
+} mca_btl_ofi_probe_t;
+
+/* discard: closed on almost every host, so a live kernel resets at once */
+#define MCA_BTL_OFI_PROBE_PORT 9
+
+static bool mca_btl_ofi_same_host(const struct sockaddr_storage *a,
+                                  const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family) {
+        return false;
+    }
+    if (AF_INET == a->ss_family) {
+        return 0
+               == memcmp(&((const struct sockaddr_in *) a)->sin_addr,
+                         &((const struct sockaddr_in *) b)->sin_addr, sizeof(struct in_addr));
+    }
+    return 0
+           == memcmp(&((const struct sockaddr_in6 *) a)->sin6_addr,
+                     &((const struct sockaddr_in6 *) b)->sin6_addr, sizeof(struct in6_addr));
+}
+
+static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf, size_t len)
+{
+    const void *ip = AF_INET == host->ss_family
+                         ? (const void *) &((const struct sockaddr_in *) host)->sin_addr
+                         : (const void *) &((const struct sockaddr_in6 *) host)->sin6_addr;
+    if (NULL == inet_ntop(host->ss_family, ip, buf, (socklen_t) len)) {
+        snprintf(buf, len, "?");
+    }
+}
+
+static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
+                                    const struct sockaddr_storage *host, double now)
+{
+    mca_btl_ofi_probe_t *probe, *grown;
+    socklen_t len;
+    int rc;
+
+    for (int i = 0; i < module->num_probes; ++i) {
+        if (mca_btl_ofi_same_host(&module->probes[i].host, host)) {
+            return;
+        }
+    }
+    grown = realloc(module->probes, (size_t) (module->num_probes + 1) * sizeof(*grown));
+    if (NULL == grown) {
+        return;
+    }
+    module->probes = grown;
+    probe = module->probes + module->num_probes;
+    memcpy(&probe->host, host, sizeof(*host));
+    if (AF_INET == host->ss_family) {
+        ((struct sockaddr_in *) &probe->host)->sin_port = htons(MCA_BTL_OFI_PROBE_PORT);
+        len = sizeof(struct sockaddr_in);
+    } else {
+        ((struct sockaddr_in6 *) &probe->host)->sin6_port = htons(MCA_BTL_OFI_PROBE_PORT);
+        len = sizeof(struct sockaddr_in6);
+    }
+    probe->started = now;
+    probe->err = EINPROGRESS;
+    probe->fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (probe->fd < 0) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot probe a peer's host: socket: %s",
+                            strerror(errno));
+        return;
+    }
+    rc = connect(probe->fd, (const struct sockaddr *) &probe->host, len);
+    if (0 == rc || ECONNREFUSED == errno) {
+        probe->err = 0;
+    } else if (EINPROGRESS != errno) {
+        probe->err = errno;
+    }
+    module->num_probes++;
+}
+
+/* 0: the host answered; EINPROGRESS: not yet; else why it is lost. */
+static int mca_btl_ofi_probe_verdict(mca_btl_ofi_probe_t *probe, double now)
+{
+    struct pollfd pfd = {.fd = probe->fd, .events = POLLOUT};
+    socklen_t len = sizeof(int);
+    int err = 0;
+
+    if (EINPROGRESS != probe->err) {
+        return probe->err;
+    }
+    if (1 == poll(&pfd, 1, 0)) {
+        if (0 != getsockopt(probe->fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+            err = errno;
+        }
+        return ECONNREFUSED == err ? 0 : err;
+    }
+    if (now - probe->started >= (double) mca_btl_ofi_component.peer_probe_timeout) {
+        return ETIMEDOUT;
+    }
+    return EINPROGRESS;
+}
+
+/* Under the module lock: start probes for stalled peers' hosts, collect
+ * the peers of hosts found lost (retained) into lost[] (room for every
+ * endpoint); returns how many. */
+static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
+                                   mca_btl_ofi_endpoint_t **lost, char (*why)[200])
+{
+    int after = mca_btl_ofi_component.peer_probe_after, n = 0;
+    mca_btl_ofi_endpoint_t *endpoint;
+
+    if (after <= 0) {
+        return 0;
+    }
+    OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        int64_t done = endpoint->completed;
+        if (endpoint->lost || endpoint->checkable || 0 == endpoint->host.ss_family) {
+            continue;
+        }
+        if (endpoint->posted == done || done != endpoint->seen_completed
+            || 0.0 == endpoint->stall_since) {
+            endpoint->seen_completed = done;
+            endpoint->stall_since = now;
+        } else if (now - endpoint->stall_since >= (double) after) {
+            endpoint->stall_since = now; /* an answer re-arms the wait */
+            mca_btl_ofi_probe_start(module, &endpoint->host, now);
+        }
+    }
+    for (int i = 0; i < module->num_probes; ++i) {
+        mca_btl_ofi_probe_t *probe = module->probes + i;
+        char name[INET6_ADDRSTRLEN];
+        int err = mca_btl_ofi_probe_verdict(probe, now);
+
+        if (EINPROGRESS == err) {
+            continue;
+        }
+        if (0 != err) {
+            mca_btl_ofi_host_name(&probe->host, name, sizeof(name));
+            OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+                if (!endpoint->lost && mca_btl_ofi_same_host(&endpoint->host, &probe->host)) {
+                    snprintf(why[n], sizeof(why[n]),
+                             "its host %s does not answer (probe: %s): host down or network "
+                             "link cut; our operations to it stood still %d s",
+                             name, strerror(err), after);
+                    OBJ_RETAIN(endpoint);
+                    lost[n++] = endpoint;
+                }
+            }
+        }
+        if (probe->fd >= 0) {
+            close(probe->fd);
+        }
+        module->probes[i--] = module->probes[--module->num_probes];
+    }
+    return n;
+}
+
+void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_probes; ++i) {
+        if (module->probes[i].fd >= 0) {
+            close(module->probes[i].fd);
+        }
+    }
+    free(module->probes);
+    module->probes = NULL;
+    module->num_probes = 0;
+}
+
+/*
  * A dead peer is marked, so that the next operation to it fails and reports
  * it; it is reported at once when work of ours waits on it. A peer that
  * went away while nothing was owed to it (a job's ranks leave
  * MPI_Finalize at different times, a disconnected spawned job exits) ends
- * nothing.
+ * nothing. Peers on other hosts are probed (above).
  */
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
 {
     static double next_check = 0.0;
-    mca_btl_ofi_endpoint_t *endpoint, *dead = NULL;
-    int interval = mca_btl_ofi_component.peer_check_interval;
+    mca_btl_ofi_endpoint_t *endpoint, *dead = NULL, **lost = NULL;
+    char(*why)[200] = NULL;
+    int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0;
+    size_t count;
     double now;
 
     if (interval <= 0 || module->closing || 0 != MCA_BTL_OFI_TRYLOCK(&module->lock)) {
@@ -262,7 +475,22 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
             OBJ_RETAIN(dead);
         }
     }
+    count = opal_list_get_size(&module->endpoints);
+    if (count > 0) {
+        lost = malloc(count * sizeof(*lost));
+        why = malloc(count * sizeof(*why));
+        if (NULL != lost && NULL != why) {
+            nlost = mca_btl_ofi_hosts_check(module, now, lost, why);
+        }
+    }
     MCA_BTL_OFI_UNLOCK(&module->lock);
+    for (int i = 0; i < nlost; ++i) {
+        lost[i]->dead = true;
+        mca_btl_ofi_endpoint_lost(module, lost[i], why[i]);
+        OBJ_RELEASE(lost[i]);
+    }
+    free(lost);
+    free(why);
     if (NULL != dead) {
         if (mca_btl_ofi_owed(module, dead)) {
             (void) mca_btl_ofi_endpoint_check(module, dead);
@@ -338,6 +566,18 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     size_t size = 0;
     int rc, i, inserted;
 
+    if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)
+        && 0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
+        /* shm's addresses name shared-memory files of this host */
+        static bool told = false;
+        if (!told) {
+            told = true;
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "node-local provider", true,
+                           module->info->fabric_attr->prov_name, opal_process_info.nodename,
+                           OPAL_NAME_PRINT(proc->proc_name));
+        }
+        return OPAL_ERR_UNREACH;
+    }
     OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name,
                     (void **) &blob, &size);
     if (OPAL_SUCCESS != rc || NULL == blob) {
@@ -400,6 +640,7 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     endpoint->num_addrs = module->num_contexts;
     endpoint->proc = proc;
     mca_btl_ofi_endpoint_identity(endpoint, blob);
+    mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len);
     /* /proc says nothing about a process on another node, even when the
      * hosts share a kernel and a pid namespace (containers): only peers
      * Open MPI places on this node are checked there */

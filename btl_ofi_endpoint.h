@@ -35,6 +35,8 @@ void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
 /* Check that the peers sharing this host still exist (every
  * btl_ofi_peer_check_interval ms, called from the progress callback). */
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
+/* Close the probes of peers' hosts still under way (module teardown). */
+void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

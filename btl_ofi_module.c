@@ -405,6 +405,7 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
         module->closing = true;
         mca_btl_ofi_drain(module);
     }
+    mca_btl_ofi_probes_fini(module);
     mca_btl_ofi_module_release(module);
     OBJ_DESTRUCT(&module->exposed_regs);
     OBJ_DESTRUCT(&module->frags);

@@ -166,6 +166,9 @@ int main(int argc, char **argv)
     const size_t winbytes = (size_t) tc_size * 8;
 
     for (int kind = 0; kind < NKINDS; ++kind) {
+        if (WIN_DYNAMIC == kind && !tc_dynamic_windows()) {
+            continue;
+        }
         unsigned char *mem = NULL;
         MPI_Win win;
         MPI_Aint base = 0, *bases = NULL;

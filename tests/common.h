@@ -103,6 +103,25 @@ TC_FN int tc_env_flag(const char *name)
 }
 
 /* Our own checks (cvars exist, counters grow) are on unless debugging. */
+/* Dynamic windows, unless BTL_OFI_NO_DYNAMIC=1: Open MPI 4.1.4's osc/rdma
+ * deadlocks on them when the target's state is reached through the BTL
+ * (across hosts): ompi_osc_rdma_find_dynamic_region holds the region
+ * table's lock exclusively and then waits for it shared (open-mpi/ompi
+ * issue 10328, fixed in 4.1.5). tests/hosts/run.sh sets it and runs the
+ * dynamic-window case on its own. */
+TC_FN int tc_dynamic_windows(void)
+{
+    static int told = 0;
+    const char *v = getenv("BTL_OFI_NO_DYNAMIC");
+    int skip = NULL != v && 0 == strcmp(v, "1");
+    if (skip && !told && 0 == tc_rank) {
+        printf("note: dynamic windows left out (BTL_OFI_NO_DYNAMIC=1)\n");
+        fflush(stdout);
+    }
+    told = 1;
+    return !skip;
+}
+
 TC_FN int tc_check_ours_enabled(void)
 {
     return !tc_env_flag("BTL_OFI_NO_CHECK_OURS");

@@ -203,6 +203,9 @@ int main(int argc, char **argv)
     unsigned round = 1;
 
     for (int kind = 0; kind < NKINDS; ++kind) {
+        if (WIN_DYNAMIC == kind && !tc_dynamic_windows()) {
+            continue;
+        }
         window_t w;
         window_create(&w, kind);
         for (int sync = 0; sync < NSYNCS; ++sync) {
