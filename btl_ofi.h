@@ -136,8 +136,12 @@ typedef struct mca_btl_ofi_context_t {
     struct fid_ep *ep;  /* plain endpoint owned by this context (no SEP) */
     struct fid_cq *cq;
     int index;
-    /* operations posted whose completion callback has not run yet */
+    /* puts, gets and atomics posted whose completion callback has not run
+     * yet (what a flush waits for), and messages posted likewise (sends
+     * of the pml and of emulated atomics: a flush does not wait for them;
+     * udp;ofi_rxd may never complete one whose data arrived) */
     volatile int64_t outstanding;
+    volatile int64_t sends_outstanding;
     mca_btl_ofi_counters_t counters;
     opal_free_list_t completions;
     /* messaging (two-sided traffic and emulated atomics): posted receive
@@ -182,11 +186,12 @@ struct mca_btl_base_endpoint_t {
     volatile int64_t completed;
     uint32_t pid;
     uint64_t start_time;
-    /* its host's IP address (IP providers; family 0 otherwise), and when
+    /* its liveness listener (IP providers; family 0 otherwise), and when
      * its completions stood still since (seconds; liveness probes) */
     struct sockaddr_storage host;
     int64_t seen_completed;
     double stall_since;
+    bool suspect; /* an error without a clear cause: probe it at the next check */
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -204,6 +209,25 @@ static inline void mca_btl_ofi_inflight(mca_btl_ofi_context_t *context,
     } else {
         (void) opal_atomic_fetch_add_64(&endpoint->completed, -n);
     }
+}
+
+/** The same for a message. */
+static inline void mca_btl_ofi_send_inflight(mca_btl_ofi_context_t *context,
+                                             struct mca_btl_base_endpoint_t *endpoint, int64_t n)
+{
+    (void) opal_atomic_fetch_add_64(&context->sends_outstanding, n);
+    if (n > 0) {
+        (void) opal_atomic_fetch_add_64(&endpoint->posted, n);
+    } else {
+        (void) opal_atomic_fetch_add_64(&endpoint->completed, -n);
+    }
+}
+
+/** Operations of any kind in flight on a context (the transmit queue's
+ * occupancy). */
+static inline int64_t mca_btl_ofi_tx_busy(const mca_btl_ofi_context_t *context)
+{
+    return context->outstanding + context->sends_outstanding;
 }
 
 typedef struct mca_btl_ofi_module_t {
@@ -262,6 +286,7 @@ typedef struct mca_btl_ofi_module_t {
     /* liveness probes of peers' hosts under way (btl_ofi_endpoint.c) */
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;
+    int probe_listener; /* our liveness listener (peers probe it), 0: none */
 } mca_btl_ofi_module_t;
 
 typedef struct mca_btl_ofi_component_t {

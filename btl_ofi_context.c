@@ -357,8 +357,9 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
         mca_btl_ofi_endpoint_lost(module, endpoint, fi_strerror(err));
         break;
     default:
-        /* other errors (EIO, ECANCELED...) name no cause: look at the peer */
-        (void) mca_btl_ofi_endpoint_check(module, endpoint);
+        /* other errors (EIO, ECANCELED...) name no cause: look at the peer
+         * (in /proc on this host, by a probe on another) */
+        mca_btl_ofi_endpoint_suspect(module, endpoint);
         break;
     }
 }

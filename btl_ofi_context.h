@@ -34,11 +34,11 @@ static inline mca_btl_ofi_context_t *mca_btl_ofi_context_get(mca_btl_ofi_module_
  * OPAL_ERR_OUT_OF_RESOURCE retry finds room. */
 static inline bool mca_btl_ofi_context_has_room(mca_btl_ofi_context_t *context)
 {
-    if (OPAL_LIKELY(context->outstanding < context->module->tx_limit)) {
+    if (OPAL_LIKELY(mca_btl_ofi_tx_busy(context) < context->module->tx_limit)) {
         return true;
     }
     (void) mca_btl_ofi_context_progress(context);
-    return context->outstanding < context->module->tx_limit;
+    return mca_btl_ofi_tx_busy(context) < context->module->tx_limit;
 }
 
 END_C_DECLS

@@ -38,6 +38,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     memset(&endpoint->host, 0, sizeof(endpoint->host));
     endpoint->seen_completed = 0;
     endpoint->stall_since = 0.0;
+    endpoint->suspect = false;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
@@ -161,20 +162,24 @@ static bool mca_btl_ofi_endpoint_gone(const mca_btl_ofi_endpoint_t *endpoint)
            || start_time != endpoint->start_time;
 }
 
-/* The IP address of the peer's host, from its libfabric address when that
- * is a socket address (tcp, sockets, udp and the utility providers over
- * them): what a liveness probe is sent to. */
+/* Whether the provider's addresses are socket addresses (tcp, sockets,
+ * udp and the utility providers over them). */
+static bool mca_btl_ofi_ip_provider(const mca_btl_ofi_module_t *module)
+{
+    return FI_SOCKADDR_IN == module->info->addr_format
+           || FI_SOCKADDR_IN6 == module->info->addr_format
+           || FI_SOCKADDR == module->info->addr_format;
+}
+
+/* The peer's liveness listener: the IP address of its libfabric address
+ * and the port it published. */
 static void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module,
                                       mca_btl_ofi_endpoint_t *endpoint, const uint8_t *addr,
-                                      size_t len)
+                                      size_t len, uint16_t port)
 {
     struct sockaddr sa;
 
-    if (FI_SOCKADDR_IN != module->info->addr_format && FI_SOCKADDR_IN6 != module->info->addr_format
-        && FI_SOCKADDR != module->info->addr_format) {
-        return;
-    }
-    if (len < sizeof(sa)) {
+    if (!mca_btl_ofi_ip_provider(module) || 0 == port || len < sizeof(sa)) {
         return;
     }
     memcpy(&sa, addr, sizeof(sa));
@@ -182,6 +187,11 @@ static void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module,
         || (AF_INET6 == sa.sa_family && len >= sizeof(struct sockaddr_in6))) {
         memcpy(&endpoint->host, addr,
                AF_INET == sa.sa_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+        if (AF_INET == sa.sa_family) {
+            ((struct sockaddr_in *) &endpoint->host)->sin_port = htons(port);
+        } else {
+            ((struct sockaddr_in6 *) &endpoint->host)->sin6_port = htons(port);
+        }
     }
 }
 
@@ -258,11 +268,15 @@ static bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
  * error: TCP retransmits for many minutes, datagram providers resend). A
  * peer that merely computes outside MPI looks the same from its operations
  * alone: they stand still on providers it must progress itself. Its
- * kernel, though, still answers: a connection attempt to a closed port of
- * its host is refused at once. So when our operations to such a peer
- * stand still for btl_ofi_peer_probe_after seconds, its host is probed;
- * no answer within btl_ofi_peer_probe_timeout seconds (or "no route")
- * loses every peer on that host, naming it; an answer re-arms the wait.
+ * kernel, though, still answers for it: every process listens on a TCP
+ * port of its own (published in the modex) and the kernel completes
+ * connections to it whatever the process is doing. So when our operations
+ * to such a peer stand still for btl_ofi_peer_probe_after seconds, we
+ * connect to its listener: accepted, it lives (the wait starts again);
+ * refused, its host lives but the process is gone; no answer within
+ * btl_ofi_peer_probe_timeout seconds (or "no route"), its host is down or
+ * cut off, and every peer on that host is lost. The listener's queue is
+ * emptied at each check.
  */
 typedef struct mca_btl_ofi_probe_t {
     struct sockaddr_storage host;
@@ -271,8 +285,13 @@ typedef struct mca_btl_ofi_probe_t {
     double started;
 } mca_btl_ofi_probe_t;
 
-/* discard: closed on almost every host, so a live kernel resets at once */
-#define MCA_BTL_OFI_PROBE_PORT 9
+static bool mca_btl_ofi_same_addr(const struct sockaddr_storage *a,
+                                  const struct sockaddr_storage *b)
+{
+    size_t len = AF_INET == a->ss_family ? sizeof(struct sockaddr_in)
+                                         : sizeof(struct sockaddr_in6);
+    return a->ss_family == b->ss_family && 0 == memcmp(a, b, len);
+}
 
 static bool mca_btl_ofi_same_host(const struct sockaddr_storage *a,
                                   const struct sockaddr_storage *b)
@@ -300,6 +319,52 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
     }
 }
 
+/* A refusal from a live host comes back within a round trip: wait that
+ * long for it here, so that a peer that died is named before the runtime
+ * tears the job down; anything slower is left to the periodic check. */
+#define MCA_BTL_OFI_SUSPECT_WAIT_MS 200
+
+void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    struct pollfd pfd = {.events = POLLOUT};
+    socklen_t len = sizeof(int);
+    char name[INET6_ADDRSTRLEN], why[200];
+    int err = EINPROGRESS;
+
+    if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->checkable
+        || 0 == endpoint->host.ss_family || endpoint->lost) {
+        return;
+    }
+    pfd.fd = socket(endpoint->host.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (pfd.fd >= 0) {
+        if (0 == connect(pfd.fd, (const struct sockaddr *) &endpoint->host,
+                         AF_INET == endpoint->host.ss_family ? sizeof(struct sockaddr_in)
+                                                             : sizeof(struct sockaddr_in6))) {
+            err = 0;
+        } else if (EINPROGRESS != errno) {
+            err = errno;
+        } else if (1 == poll(&pfd, 1, MCA_BTL_OFI_SUSPECT_WAIT_MS)
+                   && 0 != getsockopt(pfd.fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+            err = errno;
+        }
+        close(pfd.fd);
+    }
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "probe of peer %s after an error: %s",
+                        OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                        EINPROGRESS == err ? "no answer yet" : 0 == err ? "alive" : strerror(err));
+    if (ECONNREFUSED == err) {
+        mca_btl_ofi_host_name(&endpoint->host, name, sizeof(name));
+        snprintf(why, sizeof(why),
+                 "the process no longer exists (an operation to it failed, and its host %s "
+                 "refused our liveness probe)",
+                 name);
+        endpoint->dead = true;
+        mca_btl_ofi_endpoint_lost(module, endpoint, why);
+    } else if (0 != err) {
+        endpoint->suspect = true; /* no verdict yet: the next check probes it */
+    }
+}
+
 static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
                                     const struct sockaddr_storage *host, double now)
 {
@@ -308,7 +373,7 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
     int rc;
 
     for (int i = 0; i < module->num_probes; ++i) {
-        if (mca_btl_ofi_same_host(&module->probes[i].host, host)) {
+        if (mca_btl_ofi_same_addr(&module->probes[i].host, host)) {
             return;
         }
     }
@@ -319,13 +384,7 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
     module->probes = grown;
     probe = module->probes + module->num_probes;
     memcpy(&probe->host, host, sizeof(*host));
-    if (AF_INET == host->ss_family) {
-        ((struct sockaddr_in *) &probe->host)->sin_port = htons(MCA_BTL_OFI_PROBE_PORT);
-        len = sizeof(struct sockaddr_in);
-    } else {
-        ((struct sockaddr_in6 *) &probe->host)->sin6_port = htons(MCA_BTL_OFI_PROBE_PORT);
-        len = sizeof(struct sockaddr_in6);
-    }
+    len = AF_INET == host->ss_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     probe->started = now;
     probe->err = EINPROGRESS;
     probe->fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -335,7 +394,7 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
         return;
     }
     rc = connect(probe->fd, (const struct sockaddr *) &probe->host, len);
-    if (0 == rc || ECONNREFUSED == errno) {
+    if (0 == rc) {
         probe->err = 0;
     } else if (EINPROGRESS != errno) {
         probe->err = errno;
@@ -343,7 +402,8 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
     module->num_probes++;
 }
 
-/* 0: the host answered; EINPROGRESS: not yet; else why it is lost. */
+/* 0: the peer's listener accepted; EINPROGRESS: not yet; ECONNREFUSED:
+ * its host answered, the process is gone; else why its host is lost. */
 static int mca_btl_ofi_probe_verdict(mca_btl_ofi_probe_t *probe, double now)
 {
     struct pollfd pfd = {.fd = probe->fd, .events = POLLOUT};
@@ -357,7 +417,7 @@ static int mca_btl_ofi_probe_verdict(mca_btl_ofi_probe_t *probe, double now)
         if (0 != getsockopt(probe->fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
             err = errno;
         }
-        return ECONNREFUSED == err ? 0 : err;
+        return err;
     }
     if (now - probe->started >= (double) mca_btl_ofi_component.peer_probe_timeout) {
         return ETIMEDOUT;
@@ -382,8 +442,11 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
         if (endpoint->lost || endpoint->checkable || 0 == endpoint->host.ss_family) {
             continue;
         }
-        if (endpoint->posted == done || done != endpoint->seen_completed
-            || 0.0 == endpoint->stall_since) {
+        if (endpoint->suspect) {
+            endpoint->suspect = false;
+            mca_btl_ofi_probe_start(module, &endpoint->host, now);
+        } else if (endpoint->posted == done || done != endpoint->seen_completed
+                   || 0.0 == endpoint->stall_since) {
             endpoint->seen_completed = done;
             endpoint->stall_since = now;
         } else if (now - endpoint->stall_since >= (double) after) {
@@ -399,18 +462,30 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
         if (EINPROGRESS == err) {
             continue;
         }
-        if (0 != err) {
-            mca_btl_ofi_host_name(&probe->host, name, sizeof(name));
-            OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-                if (!endpoint->lost && mca_btl_ofi_same_host(&endpoint->host, &probe->host)) {
-                    snprintf(why[n], sizeof(why[n]),
-                             "its host %s does not answer (probe: %s): host down or network "
-                             "link cut; our operations to it stood still %d s",
-                             name, strerror(err), after);
-                    OBJ_RETAIN(endpoint);
-                    lost[n++] = endpoint;
-                }
+        mca_btl_ofi_host_name(&probe->host, name, sizeof(name));
+        OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+            if (0 == err) {
+                break;
             }
+            if (endpoint->lost) {
+                continue;
+            }
+            if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->host, &probe->host)) {
+                snprintf(why[n], sizeof(why[n]),
+                         "the process no longer exists (its host %s refused our liveness "
+                         "probe; our operations to it stood still %d s)",
+                         name, after);
+            } else if (ECONNREFUSED != err
+                       && mca_btl_ofi_same_host(&endpoint->host, &probe->host)) {
+                snprintf(why[n], sizeof(why[n]),
+                         "its host %s does not answer (probe: %s): host down or network "
+                         "link cut; our operations to it stood still %d s",
+                         name, strerror(err), after);
+            } else {
+                continue;
+            }
+            OBJ_RETAIN(endpoint);
+            lost[n++] = endpoint;
         }
         if (probe->fd >= 0) {
             close(probe->fd);
@@ -420,8 +495,66 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
     return n;
 }
 
+/* Our liveness listener, on the address the provider uses; its port goes
+ * into the modex (0 when there is none: peers then never probe us). */
+static uint16_t mca_btl_ofi_probe_listen(mca_btl_ofi_module_t *module, const uint8_t *addr,
+                                         size_t len)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int fd;
+
+    if (!mca_btl_ofi_ip_provider(module) || len < sizeof(struct sockaddr_in)) {
+        return 0;
+    }
+    memset(&ss, 0, sizeof(ss));
+    memcpy(&ss, addr, len < sizeof(ss) ? len : sizeof(ss));
+    if (AF_INET == ss.ss_family) {
+        ((struct sockaddr_in *) &ss)->sin_port = 0;
+        sslen = sizeof(struct sockaddr_in);
+    } else if (AF_INET6 == ss.ss_family && len >= sizeof(struct sockaddr_in6)) {
+        ((struct sockaddr_in6 *) &ss)->sin6_port = 0;
+        sslen = sizeof(struct sockaddr_in6);
+    } else {
+        return 0;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "liveness listener: socket: %s",
+                            strerror(errno));
+        return 0;
+    }
+    if (0 != bind(fd, (struct sockaddr *) &ss, sslen) || 0 != listen(fd, 4096)
+        || 0 != getsockname(fd, (struct sockaddr *) &ss, &sslen)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "liveness listener: %s", strerror(errno));
+        close(fd);
+        return 0;
+    }
+    module->probe_listener = fd;
+    return ntohs(AF_INET == ss.ss_family ? ((struct sockaddr_in *) &ss)->sin_port
+                                         : ((struct sockaddr_in6 *) &ss)->sin6_port);
+}
+
+/* Close the connections peers' probes made (each was answered by the
+ * kernel already), so that the queue never fills. */
+static void mca_btl_ofi_probe_drain(mca_btl_ofi_module_t *module)
+{
+    int fd;
+
+    if (module->probe_listener <= 0) {
+        return;
+    }
+    while ((fd = accept4(module->probe_listener, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+        close(fd);
+    }
+}
+
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
 {
+    if (module->probe_listener > 0) {
+        close(module->probe_listener);
+        module->probe_listener = 0;
+    }
     for (int i = 0; i < module->num_probes; ++i) {
         if (module->probes[i].fd >= 0) {
             close(module->probes[i].fd);
@@ -457,6 +590,7 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
         return;
     }
     next_check = now + 1e-3 * (double) interval;
+    mca_btl_ofi_probe_drain(module);
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
         if (!endpoint->checkable || endpoint->lost) {
             continue;
@@ -544,6 +678,7 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module)
             goto out_free_blob;
         }
     }
+    blob->probe_port = mca_btl_ofi_probe_listen(module, blob->addrs, addr_len);
 
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ofi_component.super.btl_version, blob,
                     blob_size);
@@ -640,7 +775,7 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     endpoint->num_addrs = module->num_contexts;
     endpoint->proc = proc;
     mca_btl_ofi_endpoint_identity(endpoint, blob);
-    mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len);
+    mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len, blob->probe_port);
     /* /proc says nothing about a process on another node, even when the
      * hosts share a kernel and a pid namespace (containers): only peers
      * Open MPI places on this node are checked there */

@@ -23,10 +23,12 @@ typedef struct mca_btl_ofi_modex_t {
     uint64_t pidns;             /* inode of /proc/self/ns/pid */
     uint64_t start_time;        /* field 22 of /proc/self/stat: guards against pid reuse */
     char boot_id[40];           /* /proc/sys/kernel/random/boot_id */
+    uint16_t probe_port;        /* TCP port of its liveness listener, 0: none */
+    uint16_t reserved[3];
     uint8_t addrs[];
 } mca_btl_ofi_modex_t;
 
-#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100002u
+#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100003u
 
 /* Report a peer as lost, once, through the upper layer's error callback. */
 void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
@@ -35,6 +37,9 @@ void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
 /* Check that the peers sharing this host still exist (every
  * btl_ofi_peer_check_interval ms, called from the progress callback). */
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
+/* An error without a clear cause involved this peer: probe it at the next
+ * check (peers on other hosts; same-host peers are checked at once). */
+void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint);
 /* Close the probes of peers' hosts still under way (module teardown). */
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 

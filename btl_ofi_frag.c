@@ -115,7 +115,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
 
     /* no progress from here (unlike mca_btl_ofi_context_has_room): the lock
      * is held, and progress itself calls this to empty the queue */
-    if (OPAL_UNLIKELY(context->outstanding >= context->module->tx_limit)) {
+    if (OPAL_UNLIKELY(mca_btl_ofi_tx_busy(context) >= context->module->tx_limit)) {
         return -FI_EAGAIN;
     }
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
@@ -124,7 +124,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
                        frag->endpoint->addrs[context->index], &frag->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         /* under the lock, so its completion cannot be read before this */
-        mca_btl_ofi_inflight(context, frag->endpoint, 1);
+        mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
         context->counters.send_count++;
         context->counters.send_bytes += len;
     }
@@ -177,7 +177,7 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     /* The fragment fails through its callback, as a failed completion
      * would: an error returned here is dropped by some callers (libnbc's
      * rounds), which then wait forever for a message never sent. */
-    mca_btl_ofi_inflight(context, endpoint, 1);
+    mca_btl_ofi_send_inflight(context, endpoint, 1);
     mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     return OPAL_SUCCESS;
 }
@@ -208,7 +208,7 @@ static void mca_btl_ofi_sendq_flush(mca_btl_ofi_context_t *context)
             if (!mca_btl_ofi_endpoint_check(context->module, frag->endpoint)) {
                 MCA_BTL_OFI_REPORT("fi_send", rc);
             }
-            mca_btl_ofi_inflight(context, frag->endpoint, 1);
+            mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
             mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
         }
     }
@@ -302,7 +302,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || module->closing) {
         opal_free_list_return(&module->frags, &frag->base.super);
     }
-    mca_btl_ofi_inflight(context, endpoint, -1);
+    mca_btl_ofi_send_inflight(context, endpoint, -1);
 }
 
 /* Hand a pml message to the callback registered for its tag. */
@@ -501,7 +501,7 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
         frag->endpoint = endpoint;
         frag->context = context;
-        mca_btl_ofi_inflight(context, endpoint, 1);
+        mca_btl_ofi_send_inflight(context, endpoint, 1);
     }
 
     MCA_BTL_OFI_LOCK(&context->lock);
@@ -516,7 +516,7 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         return OPAL_SUCCESS;
     }
     if (NULL != frag) {
-        mca_btl_ofi_inflight(context, endpoint, -1);
+        mca_btl_ofi_send_inflight(context, endpoint, -1);
         opal_free_list_return(&module->frags, &frag->base.super);
     }
     if (-FI_EAGAIN == rc) {

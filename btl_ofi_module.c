@@ -306,25 +306,39 @@ static int mca_btl_ofi_register_error(mca_btl_base_module_t *btl,
 
 /* ---------------------------------------------------------- flush / close */
 
+/* Everything in flight or queued: what closing waits for. */
 static int64_t mca_btl_ofi_outstanding(const mca_btl_ofi_module_t *module)
 {
     int64_t total = 0;
     for (int i = 0; i < module->num_contexts; ++i) {
         /* fragments still waiting to be posted count too */
-        total += module->contexts[i].outstanding + module->contexts[i].nqueued;
+        total += mca_btl_ofi_tx_busy(module->contexts + i) + module->contexts[i].nqueued;
+    }
+    return total;
+}
+
+/* Puts, gets and atomics in flight (queued ones included): what a flush
+ * waits for. */
+static int64_t mca_btl_ofi_rma_outstanding(const mca_btl_ofi_module_t *module)
+{
+    int64_t total = 0;
+    for (int i = 0; i < module->num_contexts; ++i) {
+        total += module->contexts[i].outstanding;
     }
     return total;
 }
 
 /* Every operation completes with FI_DELIVERY_COMPLETE semantics (reads and
- * fetching atomics return data from the target), so once nothing is
- * outstanding every earlier operation is visible at its target. */
+ * fetching atomics return data from the target, emulated atomics complete
+ * on the target's reply), so once no put, get or atomic is outstanding
+ * every earlier one is visible at its target. Messages are not waited
+ * for: the btl flush covers RDMA operations only. */
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     (void) endpoint;
 
-    while (mca_btl_ofi_outstanding(module) > 0) {
+    while (mca_btl_ofi_rma_outstanding(module) > 0) {
         for (int i = 0; i < module->num_contexts; ++i) {
             (void) mca_btl_ofi_context_progress(module->contexts + i);
         }

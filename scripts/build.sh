@@ -35,8 +35,9 @@ log() { echo "build.sh: $*"; }
 # ------------------------------------------------------------------
 # Debian packages: install what is missing (only when root).
 # ------------------------------------------------------------------
+# (iproute2 and procps: the simulated hosts of tests/hosts)
 packages=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin autoconf automake libtool
-    pkg-config make gcc)
+    pkg-config make gcc iproute2 procps)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,8 @@
 # tests/lib.sh: what every test runner of tests/ shares. Source it after
 # setting `repo', `tests', `bindir' and `logdir'.
 #
-#   provider_problem PROV      why PROV cannot be tested here, or nothing
+#   provider_problem PROV [CAPS]
+#                              why PROV cannot be tested here, or nothing
 #   build NAME SRC [DEP|-FLAG...]
 #                              mpicc SRC into $bindir/NAME when stale
 #   report PASS|FAIL|SKIP LABEL SECS TEXT [LOG]
@@ -15,11 +16,13 @@
 #   crash_of LOG               the first crash line, or nothing
 #   summary                    "N passed, N failed"; status 1 on failure
 
-lib_fi_list=$(fi_info -l 2>&1)
+# (read on first use: tests/run.sh sources this before it installs libfabric)
+lib_fi_list=""
 
-provider_problem() { # prov
-    local prov=$1 part info
+provider_problem() { # prov [caps, default FI_RMA|FI_ATOMIC]
+    local prov=$1 caps=${2:-FI_RMA|FI_ATOMIC} part info
     local -a parts
+    [[ -n $lib_fi_list ]] || lib_fi_list=$(fi_info -l 2>&1)
     IFS=';' read -r -a parts <<<"$prov"
     for part in "${parts[@]}"; do
         if ! grep -q "^$part:" <<<"$lib_fi_list"; then
@@ -27,9 +30,9 @@ provider_problem() { # prov
             return
         fi
     done
-    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC' 2>&1)
+    info=$(fi_info -p "$prov" -t FI_EP_RDM -c "$caps" 2>&1)
     if ! grep -qx "provider: $prov" <<<"$info"; then
-        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC' reports no such endpoint"
+        echo "'fi_info -p $prov -t FI_EP_RDM -c $caps' reports no such endpoint"
     fi
 }
 
@@ -96,7 +99,7 @@ first_fail() { # log
     local what
     what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
     if [[ -z $what ]]; then
-        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|Process received signal|MPI error|WRONG DATA|fi call failed|btl/ofi|unreachable|No route' "$1" | cut -c1-300)
+        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal|MPI error|MPI_ERR|WRONG DATA|fi call failed|btl/ofi|unreachable|No route' "$1" | cut -c1-300)
     fi
     echo "$what"
 }

@@ -18,6 +18,11 @@
 #     passive-target epoch and in a two-sided flood, registration exposure
 #     through the BTL API, injected provider failures, MCA fuzz, ASan,
 #     memcheck, back-to-back jobs; about 12 minutes), one line each;
+#  4d. hosts: the cases of tests/hosts/run.sh on 2 simulated hosts (network
+#     namespaces with their own hostname, pid namespace, /proc and
+#     /dev/shm) x 2 ranks, tcp;ofi_rxm, sockets and udp;ofi_rxd: putget,
+#     atomics, sync, canary with ofi,self and ofi,vader,self; pingpong,
+#     flood, mixed, late; shm across hosts; lost hosts; one line each;
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
 #  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
 #     PASS/FAIL line per (provider, contexts, threads) group
@@ -33,7 +38,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync canary twosided faults badinput threads progress helgrind intree bench"
+#   TESTS="putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -56,7 +61,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync canary twosided faults badinput threads progress helgrind intree bench}
+TESTS=${TESTS:-putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -66,6 +71,9 @@ export BTL_OFI_TEST_BIN=$bindir BTL_OFI_LOG_DIR=$logdir
 # The debugging switch of the test programs must never be on here.
 unset BTL_OFI_NO_CHECK_OURS
 
+tests=$here
+# shellcheck source=tests/lib.sh
+source "$here/lib.sh"
 passed=0
 failed=0
 skipped=0
@@ -198,23 +206,6 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-fi_list=$(fi_info -l 2>&1)
-
-provider_problem() { # prints why the provider cannot be tested, or nothing
-    local prov=$1 part info
-    IFS=';' read -r -a parts <<<"$prov"
-    for part in "${parts[@]}"; do
-        if ! grep -q "^$part:" <<<"$fi_list"; then
-            echo "libfabric provider '$part' is not in 'fi_info -l'"
-            return
-        fi
-    done
-    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC' 2>&1)
-    if ! grep -qx "provider: $prov" <<<"$info"; then
-        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC' reports no such endpoint"
-    fi
-}
-
 run_mpi_test() { # prov np test
     local prov=$1 np=$2 t=$3
     local label="$prov np=$np $t"
@@ -320,6 +311,19 @@ if wanted faults; then
         fail faults 0 "tests/faults/run.sh is missing"
     fi
     group_done faults $g0
+fi
+
+# hosts: tests/hosts/run.sh (2 simulated hosts x 2 ranks: one-sided and
+# two-sided traffic across hosts, shm across hosts, lost hosts)
+if wanted hosts; then
+    g0=$SECONDS
+    hprov=""
+    for p in $PROVIDERS; do
+        [[ $p == shm ]] || hprov="$hprov $p"
+    done
+    run_sub_cases "$here/hosts/run.sh" hosts \
+        $(PROVIDERS=${hprov# } "$here/hosts/run.sh" --list)
+    group_done hosts $g0
 fi
 
 # ------------------------------------------------------------------

@@ -176,47 +176,8 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
 fi
 
 # ------------------------------------------------------------------ helpers
-fi_list=$(fi_info -l 2>&1)
-
-provider_problem() { # prints why the provider cannot be tested, or nothing
-    local prov=$1 part info
-    IFS=';' read -r -a parts <<<"$prov"
-    for part in "${parts[@]}"; do
-        if ! grep -q "^$part:" <<<"$fi_list"; then
-            echo "libfabric provider '$part' is not in 'fi_info -l'"
-            return
-        fi
-    done
-    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC' 2>&1)
-    if ! grep -qx "provider: $prov" <<<"$info"; then
-        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC' reports no such endpoint"
-    fi
-}
-
-# build tests/bin/NAME from SRC when stale (newer than its sources)
-build() { # name src deps-and-flags...
-    local name=$1 src=$2 out=$bindir/$1 dep
-    shift 2
-    local -a deps=("$src" "$tests/common.h") flags=()
-    for dep in "$@"; do
-        if [[ $dep == -* ]]; then
-            flags+=("$dep")
-        else
-            deps+=("$dep")
-        fi
-    done
-    local stale=0
-    [[ -x $out ]] || stale=1
-    for dep in "${deps[@]}"; do
-        [[ $out -nt $dep ]] || stale=1
-    done
-    ((stale)) || return 0
-    if ! mpicc -g -O2 -Wall -o "$out" "$src" "${flags[@]}" >"$logdir/compile-$name.log" 2>&1; then
-        cat "$logdir/compile-$name.log"
-        return 1
-    fi
-    return 0
-}
+# shellcheck source=tests/lib.sh
+source "$tests/lib.sh"
 
 compile() { # prog
     case $1 in
@@ -233,64 +194,10 @@ compile() { # prog
     esac
 }
 
-passed=0
-failed=0
-skipped=0
-
-report() { # PASS|FAIL|SKIP label secs text [log]
-    local what=$1 label=$2 secs=$3 text=$4 log=${5:-}
-    case $what in
-    PASS)
-        passed=$((passed + 1))
-        echo "PASS $label (${secs}s)${text:+ -- $text}"
-        ;;
-    SKIP)
-        skipped=$((skipped + 1))
-        echo "SKIP $label: $text"
-        ;;
-    *)
-        failed=$((failed + 1))
-        echo "FAIL $label (${secs}s): $text"
-        if [[ -n $log && -f $log ]]; then
-            echo "---- last 40 lines of ${log#"$repo"/} ----"
-            grep -v 'ORTE_ERROR_LOG.*show_help\.c' "$log" | tail -n 40
-            echo "---- end of ${log#"$repo"/} ----"
-        fi
-        ;;
-    esac
-}
-
-# a crash of a process (Open MPI's signal handler, the shell, mpirun's
-# report) or a frame of our component in a backtrace; signal 9 is the
-# SIGKILL the death cases send, signal 15 the teardown of a hung job
-crash_re='\*\*\* Process received signal|Segmentation fault|core dumped|exited on signal ([0-8]|1[0-4]|1[6-9]|[2-9][0-9]) |mca_btl_ofi\.so\('
-crash_of() { # log: the first crash line, or nothing
-    grep -m1 -E "$crash_re" "$1" | cut -c1-200
-}
-
 # Open MPI 4.1.4 loses show_help messages (about one run in two with two
 # ranks reporting): mpirun prints this instead of the message
 help_lost() { # log
     grep -q 'ORTE_ERROR_LOG: .*show_help\.c' "$1"
-}
-
-first_fail() {
-    local what
-    what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
-    if [[ -z $what ]]; then
-        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|Process received signal|MPI error|WRONG DATA|fi call failed|btl/ofi' "$1" | cut -c1-300)
-    fi
-    echo "$what"
-}
-
-# runs one MPI job (timeout SECS), appending its command and output to log
-run_logged() { # log secs cmd...
-    local log=$1 secs=$2
-    shift 2
-    printf '$' >>"$log"
-    printf ' %q' "$@" >>"$log"
-    echo >>"$log"
-    timeout -k 20 "$secs" "$@" </dev/null >>"$log" 2>&1
 }
 
 alive() { # pid: running (not a zombie)?

@@ -126,80 +126,11 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
 fi
 
 # ------------------------------------------------------------------ helpers
-fi_list=$(fi_info -l 2>&1)
-
-provider_problem() { # prints why the provider cannot be tested, or nothing
-    local prov=$1 part info
-    IFS=';' read -r -a parts <<<"$prov"
-    for part in "${parts[@]}"; do
-        if ! grep -q "^$part:" <<<"$fi_list"; then
-            echo "libfabric provider '$part' is not in 'fi_info -l'"
-            return
-        fi
-    done
-    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC' 2>&1)
-    if ! grep -qx "provider: $prov" <<<"$info"; then
-        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC' reports no such endpoint"
-    fi
-}
+# shellcheck source=tests/lib.sh
+source "$tests/lib.sh"
 
 compile() { # prog: build tests/bin/prog from tests/threads/prog.c when stale
-    local prog=$1 src=$here/$1.c out=$bindir/$1
-    if [[ -x $out && $out -nt $src && $out -nt $here/mt_util.h && $out -nt $tests/common.h ]]; then
-        return 0
-    fi
-    if ! mpicc -g -O2 -Wall -pthread -o "$out" "$src" >"$logdir/compile-$prog.log" 2>&1; then
-        cat "$logdir/compile-$prog.log"
-        return 1
-    fi
-    return 0
-}
-
-passed=0
-failed=0
-skipped=0
-
-report() { # PASS|FAIL|SKIP label secs text [log]
-    local what=$1 label=$2 secs=$3 text=$4 log=${5:-}
-    case $what in
-    PASS)
-        passed=$((passed + 1))
-        echo "PASS $label (${secs}s)${text:+ -- $text}"
-        ;;
-    SKIP)
-        skipped=$((skipped + 1))
-        echo "SKIP $label: $text"
-        ;;
-    *)
-        failed=$((failed + 1))
-        echo "FAIL $label (${secs}s): $text"
-        if [[ -n $log && -f $log ]]; then
-            echo "---- last 40 lines of ${log#"$repo"/} ----"
-            tail -n 40 "$log"
-            echo "---- end of ${log#"$repo"/} ----"
-        fi
-        ;;
-    esac
-}
-
-# why a run failed: its first "FAIL [rank ...]" line, else the first line
-# of a crash or loader error, shortened
-first_fail() {
-    local what
-    what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
-    if [[ -z $what ]]; then
-        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal|fi call failed' "$1" | cut -c1-300)
-    fi
-    echo "$what"
-}
-
-run_logged() { # log timeout cmd... : runs, appends to log, returns rc
-    local log=$1 tmo=$2
-    shift 2
-    printf '$' >>"$log"
-    printf ' %q' "$@" >>"$log"
-    echo >>"$log"
-    timeout -k 20 "$tmo" "$@" </dev/null >>"$log" 2>&1
+    build "$1" "$here/$1.c" "$here/mt_util.h" -pthread
 }
 
 # ------------------------------------------------------------------ one case

@@ -105,81 +105,11 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
 fi
 
 # ------------------------------------------------------------------ helpers
-fi_list=$(fi_info -l 2>&1)
-
-provider_problem() { # prints why the provider cannot be tested, or nothing
-    local prov=$1 part info
-    IFS=';' read -r -a parts <<<"$prov"
-    for part in "${parts[@]}"; do
-        if ! grep -q "^$part:" <<<"$fi_list"; then
-            echo "libfabric provider '$part' is not in 'fi_info -l'"
-            return
-        fi
-    done
-    info=$(fi_info -p "$prov" -t FI_EP_RDM -c 'FI_RMA|FI_ATOMIC|FI_MSG' 2>&1)
-    if ! grep -qx "provider: $prov" <<<"$info"; then
-        echo "'fi_info -p $prov -t FI_EP_RDM -c FI_RMA|FI_ATOMIC|FI_MSG' reports no such endpoint"
-    fi
-}
+# shellcheck source=tests/lib.sh
+source "$tests/lib.sh"
 
 compile() { # prog: build tests/bin/prog from tests/twosided/prog.c when stale
-    local prog=$1 src=$here/$1.c out=$bindir/$1
-    if [[ -x $out && $out -nt $src && $out -nt $here/ts.h && $out -nt $tests/common.h ]]; then
-        return 0
-    fi
-    if ! mpicc -g -O2 -Wall -o "$out" "$src" >"$logdir/compile-$prog.log" 2>&1; then
-        cat "$logdir/compile-$prog.log"
-        return 1
-    fi
-    return 0
-}
-
-passed=0
-failed=0
-skipped=0
-
-report() { # PASS|FAIL|SKIP label secs text [log]
-    local what=$1 label=$2 secs=$3 text=$4 log=${5:-}
-    case $what in
-    PASS)
-        passed=$((passed + 1))
-        echo "PASS $label (${secs}s)${text:+ -- $text}"
-        ;;
-    SKIP)
-        skipped=$((skipped + 1))
-        echo "SKIP $label: $text"
-        ;;
-    *)
-        failed=$((failed + 1))
-        echo "FAIL $label (${secs}s): $text"
-        if [[ -n $log && -f $log ]]; then
-            echo "---- last 40 lines of ${log#"$repo"/} ----"
-            tail -n 40 "$log"
-            echo "---- end of ${log#"$repo"/} ----"
-        fi
-        ;;
-    esac
-}
-
-# why a run failed: its first "FAIL [rank ...]" line, else the first line
-# of a crash, an Open MPI error or a loader error, shortened
-first_fail() {
-    local what
-    what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
-    if [[ -z $what ]]; then
-        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal|fi call failed|MPI_ERR|btl/ofi' "$1" | cut -c1-300)
-    fi
-    echo "$what"
-}
-
-# runs one MPI job, appending its command and output to the log
-run_logged() { # log cmd...
-    local log=$1
-    shift
-    printf '$' >>"$log"
-    printf ' %q' "$@" >>"$log"
-    echo >>"$log"
-    timeout -k 20 "$test_timeout" "$@" </dev/null >>"$log" 2>&1
+    build "$1" "$here/$1.c" "$here/ts.h"
 }
 
 check_result() { # label log rc okname t0 detail
@@ -233,7 +163,7 @@ run_case() {
     esac
 
     local why
-    why=$(provider_problem "$prov")
+    why=$(provider_problem "$prov" "FI_RMA|FI_ATOMIC|FI_MSG")
     if [[ -n $why ]]; then
         if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
             report SKIP "$label" 0 "$why (allowed by BTL_OFI_ALLOW_SKIP=1)"
@@ -270,14 +200,14 @@ run_case() {
             return
             ;;
         esac
-        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$ofirun" -np 2 "${sel[@]}" \
+        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" "$ofirun" -np 2 "${sel[@]}" \
             "$bindir/pingpong" "${args[@]}"
         rc=$?
         check_result "$label" "$log" "$rc" pingpong "$t0" \
             "$(counters_of "$log")"
         ;;
     flood | coll | match | mixed | late)
-        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$ofirun" -np "$a" --oversubscribe \
+        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" "$ofirun" -np "$a" --oversubscribe \
             "${sel[@]}" "$bindir/$group"
         rc=$?
         check_result "$label" "$log" "$rc" "$group" "$t0" \
@@ -288,7 +218,7 @@ run_case() {
         for ((i = 1; i <= a; i++)); do
             jlog=$logdir/jobs-$pname-last.log
             : >"$jlog"
-            BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$jlog" "$ofirun" -np 2 "${sel[@]}" \
+            BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$jlog" "$test_timeout" "$ofirun" -np 2 "${sel[@]}" \
                 "$bindir/mixed" -rounds 2
             rc=$?
             if ((rc != 0)) || ! grep -qx "OK mixed" "$jlog"; then
