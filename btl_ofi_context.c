@@ -336,7 +336,12 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
 
     if (NULL == endpoint) {
         /* a receive that failed lost a message from an unknown sender: the
-         * upper layer would wait for it forever, so it must stop instead */
+         * upper layer would wait for it forever, so it must stop instead;
+         * a peer on this host that died mid-message (shm reports EIO) is
+         * named as the cause */
+        if (mca_btl_ofi_dead_sender(module)) {
+            return;
+        }
         if (!module->closing && NULL != module->error_cb) {
             snprintf(info, sizeof(info),
                      "btl/ofi on %s lost an incoming message (receive completed with error: "

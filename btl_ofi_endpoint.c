@@ -227,6 +227,29 @@ bool mca_btl_ofi_endpoint_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoi
     return true;
 }
 
+bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_endpoint_t *endpoint, *dead = NULL;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (endpoint->checkable && !endpoint->lost
+            && (endpoint->dead || mca_btl_ofi_endpoint_gone(endpoint))) {
+            endpoint->dead = true;
+            dead = endpoint;
+            OBJ_RETAIN(dead);
+            break;
+        }
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == dead) {
+        return false;
+    }
+    (void) mca_btl_ofi_endpoint_check(module, dead);
+    OBJ_RELEASE(dead);
+    return true;
+}
+
 int mca_btl_ofi_endpoint_refuse(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
     (void) mca_btl_ofi_endpoint_check(module, endpoint); /* dead: reports it once */

@@ -37,6 +37,9 @@ void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
 /* Check that the peers sharing this host still exist (every
  * btl_ofi_peer_check_interval ms, called from the progress callback). */
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
+/* A receive failed, its sender unknown: a same-host peer found gone is the
+ * likely one; it is reported lost (naming it) and true returned. */
+bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module);
 /* An error without a clear cause involved this peer: probe it at the next
  * check (peers on other hosts; same-host peers are checked at once). */
 void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint);
