@@ -295,6 +295,8 @@ typedef struct mca_btl_ofi_component_t {
     /* MCA parameters */
     char *provider_include;
     char *provider_exclude;
+    char *if_include; /* interfaces or CIDR subnets to use (btl_tcp's syntax) */
+    char *if_exclude; /* interfaces or CIDR subnets never to use */
     int mode;
     int num_contexts_per_module;
     bool disable_sep;

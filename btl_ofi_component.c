@@ -9,12 +9,13 @@
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/argv.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
 
 static int mca_btl_ofi_component_register(void);
@@ -195,6 +196,23 @@ static int mca_btl_ofi_component_register(void)
         "Comma-separated list of libfabric providers never to use (full names as fi_info "
         "prints them). Ignored when btl_ofi_provider_include is set",
         &c->provider_exclude, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
+
+    c->if_include = NULL;
+    (void) mca_btl_ofi_reg_string(
+        "if_include",
+        "Comma-separated list of network interfaces (\"eth1\") or subnets in CIDR notation "
+        "(\"10.1.0.0/16\", \"fd00::/64\") whose provider domains may be used, as "
+        "btl_tcp_if_include. Mutually exclusive with btl_ofi_if_exclude. Providers without a "
+        "network interface (shm) are not affected. Default: every interface, the loopback only "
+        "when the provider offers no other",
+        &c->if_include, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
+
+    c->if_exclude = NULL;
+    (void) mca_btl_ofi_reg_string(
+        "if_exclude",
+        "Comma-separated list of network interfaces or CIDR subnets whose provider domains "
+        "are never used, as btl_tcp_if_exclude. Mutually exclusive with btl_ofi_if_include",
+        &c->if_exclude, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
 
     c->mode = MCA_BTL_OFI_MODE_FULL;
     (void) mca_base_var_enum_create("btl_ofi_mode", mca_btl_ofi_mode_values, &mode_enum);
@@ -493,6 +511,12 @@ static void mca_btl_ofi_check_params(void)
     if (NULL != c->provider_exclude && '\0' == c->provider_exclude[0]) {
         c->provider_exclude = NULL;
     }
+    if (NULL != c->if_include && '\0' == c->if_include[0]) {
+        c->if_include = NULL;
+    }
+    if (NULL != c->if_exclude && '\0' == c->if_exclude[0]) {
+        c->if_exclude = NULL;
+    }
     if (NULL != c->provider_include && NULL != c->provider_exclude) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "include and exclude", true, host,
                        c->provider_include, c->provider_exclude);
@@ -509,7 +533,149 @@ static bool mca_btl_ofi_in_list(char **list, const char *name)
     return false;
 }
 
-/* Why a candidate cannot be used, or NULL when it can. */
+/* ------------------------------------------------------------ interfaces */
+
+/* An entry of btl_ofi_if_include/exclude as an address and prefix length
+ * ("10.1.0.0/16", "fd00::/64", or one address); false when it is not an
+ * address, i.e. it names an interface. */
+static bool mca_btl_ofi_cidr_parse(const char *spec, int *family, unsigned char *net, int *bits,
+                                   bool *valid)
+{
+    char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+    long len;
+
+    *valid = true;
+    if (strlen(spec) >= sizeof(buf)) {
+        return false;
+    }
+    strcpy(buf, spec);
+    slash = strchr(buf, '/');
+    if (NULL != slash) {
+        *slash = '\0';
+    }
+    if (1 == inet_pton(AF_INET, buf, net)) {
+        *family = AF_INET;
+    } else if (1 == inet_pton(AF_INET6, buf, net)) {
+        *family = AF_INET6;
+    } else {
+        /* "eth0" names an interface; "eth0/24" or "10.1/16" is nothing */
+        *valid = (NULL == slash);
+        return !*valid;
+    }
+    *bits = AF_INET == *family ? 32 : 128;
+    if (NULL != slash) {
+        len = strtol(slash + 1, &end, 10);
+        if ('\0' == slash[1] || '\0' != *end || len < 0 || len > *bits) {
+            *valid = false;
+            return true;
+        }
+        *bits = (int) len;
+    }
+    return true;
+}
+
+/* Whether the first `bits' bits of two addresses agree. */
+static bool mca_btl_ofi_prefix_equal(const unsigned char *a, const unsigned char *b, int bits)
+{
+    int whole = bits / 8, rest = bits % 8;
+
+    if (0 != memcmp(a, b, (size_t) whole)) {
+        return false;
+    }
+    return 0 == rest || 0 == ((a[whole] ^ b[whole]) & (0xff << (8 - rest)));
+}
+
+/* The raw address bytes and family of a socket address, or NULL. */
+static const unsigned char *mca_btl_ofi_sa_bytes(const struct sockaddr *sa, size_t len,
+                                                 int *family)
+{
+    if (NULL == sa || len < sizeof(sa->sa_family)) {
+        return NULL;
+    }
+    *family = sa->sa_family;
+    if (AF_INET == sa->sa_family && len >= sizeof(struct sockaddr_in)) {
+        return (const unsigned char *) &((const struct sockaddr_in *) sa)->sin_addr;
+    }
+    if (AF_INET6 == sa->sa_family && len >= sizeof(struct sockaddr_in6)) {
+        return (const unsigned char *) &((const struct sockaddr_in6 *) sa)->sin6_addr;
+    }
+    return NULL;
+}
+
+/* The interface a candidate domain sends from (the one holding its source
+ * address), or NULL for providers without one (shm). */
+static const char *mca_btl_ofi_iface_of(const struct fi_info *info, const struct ifaddrs *ifs)
+{
+    int family, ifamily;
+    const unsigned char *mine = mca_btl_ofi_sa_bytes(info->src_addr, info->src_addrlen, &family);
+
+    if (NULL == mine) {
+        return NULL;
+    }
+    for (const struct ifaddrs *i = ifs; NULL != i; i = i->ifa_next) {
+        /* getifaddrs gives each address in the full size of its family */
+        const unsigned char *theirs = mca_btl_ofi_sa_bytes(i->ifa_addr,
+                                                           sizeof(struct sockaddr_in6), &ifamily);
+        if (NULL != theirs && ifamily == family
+            && mca_btl_ofi_prefix_equal(mine, theirs, AF_INET == family ? 32 : 128)) {
+            return i->ifa_name;
+        }
+    }
+    /* tcp, sockets and udp name their domains after the interface */
+    return info->domain_attr->name;
+}
+
+/* Whether a candidate on interface `iface' matches an entry of a list. */
+static bool mca_btl_ofi_if_matches(char **list, const char *iface, const struct fi_info *info)
+{
+    unsigned char net[16];
+    int family, afamily = AF_UNSPEC, bits;
+    bool valid;
+    const unsigned char *addr = mca_btl_ofi_sa_bytes(info->src_addr, info->src_addrlen, &afamily);
+
+    for (int i = 0; NULL != list && NULL != list[i]; ++i) {
+        if (!mca_btl_ofi_cidr_parse(list[i], &family, net, &bits, &valid)) {
+            if (0 == strcmp(list[i], iface)) {
+                return true;
+            }
+        } else if (valid && NULL != addr && family == afamily
+                   && mca_btl_ofi_prefix_equal(addr, net, bits)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Says once per entry of an interface list what is wrong with it: a
+ * malformed subnet, or an interface this host does not have (a list
+ * shared by hosts may name another host's interface: a warning). */
+static void mca_btl_ofi_if_list_check(const char *param, char **list, const struct ifaddrs *ifs)
+{
+    unsigned char net[16];
+    int family, bits;
+    bool valid, found;
+
+    for (int i = 0; NULL != list && NULL != list[i]; ++i) {
+        if (mca_btl_ofi_cidr_parse(list[i], &family, net, &bits, &valid)) {
+            if (!valid) {
+                opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad interface", true,
+                               opal_process_info.nodename, param, list[i],
+                               "it is not a subnet in CIDR notation (address/prefix length)");
+            }
+            continue;
+        }
+        found = false;
+        for (const struct ifaddrs *j = ifs; NULL != j && !found; j = j->ifa_next) {
+            found = 0 == strcmp(j->ifa_name, list[i]);
+        }
+        if (!found) {
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad interface", true,
+                           opal_process_info.nodename, param, list[i],
+                           "this host has no interface of that name");
+        }
+    }
+}
+
 /* The kind of source address a candidate domain has: peers on other hosts
  * cannot use a loopback or an IPv6 link-local one (no interface scope
  * travels in the address). */
@@ -539,41 +705,74 @@ static int mca_btl_ofi_addr_kind(const struct fi_info *info)
     return MCA_BTL_OFI_ADDR_OTHER;
 }
 
-/* Whether this job has processes on other hosts (unknown: yes). A job on
- * one host keeps the loopback: its traffic then needs no other link. */
-static bool mca_btl_ofi_job_spans_hosts(void)
-{
-    static int spans = -1;
-    opal_process_name_t all = {.jobid = OPAL_PROC_MY_NAME.jobid, .vpid = OPAL_VPID_WILDCARD};
-    uint32_t size = 0, *psize = &size;
-    int rc;
+/* The selection lists, split once, and this host's interfaces. */
+typedef struct mca_btl_ofi_lists_t {
+    char **prov_include, **prov_exclude, **if_include, **if_exclude;
+    struct ifaddrs *ifs;
+} mca_btl_ofi_lists_t;
 
-    if (spans < 0) {
-        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_JOB_SIZE, &all, &psize, OPAL_UINT32);
-        spans = OPAL_SUCCESS != rc || 0 == size
-                || size > (uint32_t) opal_process_info.num_local_peers + 1;
+/* Why btl_ofi_if_include/exclude leave a candidate out, or NULL; `named':
+ * the include list names it. */
+static const char *mca_btl_ofi_if_refusal(const struct fi_info *info, const char *iface,
+                                          const mca_btl_ofi_lists_t *lists, bool *named)
+{
+    *named = false;
+    if (NULL == iface) {
+        return NULL; /* no network interface (shm): the lists do not apply */
     }
-    return 1 == spans;
+    if (NULL != lists->if_include) {
+        if (!mca_btl_ofi_if_matches(lists->if_include, iface, info)) {
+            return "interface not in btl_ofi_if_include";
+        }
+        *named = true;
+    }
+    if (mca_btl_ofi_if_matches(lists->if_exclude, iface, info)) {
+        return "interface listed in btl_ofi_if_exclude";
+    }
+    return NULL;
 }
 
-/* Whether the provider of `info' also offers a domain with an address that
- * other hosts can reach. */
-static bool mca_btl_ofi_has_global_twin(const struct fi_info *all, const struct fi_info *info)
+/* Whether the provider of `info' also offers a domain, allowed by the
+ * interface lists, with an address that other hosts can reach. */
+static bool mca_btl_ofi_has_global_twin(const struct fi_info *all, const struct fi_info *info,
+                                        const mca_btl_ofi_lists_t *lists)
 {
+    bool named;
+
     for (; NULL != all; all = all->next) {
         if (0 == strcmp(all->fabric_attr->prov_name, info->fabric_attr->prov_name)
-            && MCA_BTL_OFI_ADDR_GLOBAL == mca_btl_ofi_addr_kind(all)) {
+            && MCA_BTL_OFI_ADDR_GLOBAL == mca_btl_ofi_addr_kind(all)
+            && NULL == mca_btl_ofi_if_refusal(all, mca_btl_ofi_iface_of(all, lists->ifs), lists,
+                                              &named)) {
             return true;
         }
     }
     return false;
 }
 
+/* "eth1 10.77.1.1" for the verbose lines: domain names repeat across
+ * address families. */
+static void mca_btl_ofi_where(const struct fi_info *info, const char *iface, char *buf,
+                              size_t size)
+{
+    char addr[INET6_ADDRSTRLEN] = "?";
+    int family;
+    const unsigned char *bytes = mca_btl_ofi_sa_bytes(info->src_addr, info->src_addrlen, &family);
+
+    if (NULL != bytes) {
+        (void) inet_ntop(family, bytes, addr, sizeof(addr));
+    }
+    snprintf(buf, size, "%s (interface %s, %s)", info->domain_attr->name, iface, addr);
+}
+
 static const char *mca_btl_ofi_refusal(const struct fi_info *all, const struct fi_info *info,
-                                       char **include, char **exclude)
+                                       const char *iface, const mca_btl_ofi_lists_t *lists)
 {
     const char *prov = info->fabric_attr->prov_name;
+    char **include = lists->prov_include, **exclude = lists->prov_exclude;
     int kind = mca_btl_ofi_addr_kind(info);
+    const char *why;
+    bool named;
 
     if (NULL != include && !mca_btl_ofi_in_list(include, prov)) {
         return "not in btl_ofi_provider_include";
@@ -584,15 +783,27 @@ static const char *mca_btl_ofi_refusal(const struct fi_info *all, const struct f
     if (info->domain_attr->mr_mode & (FI_MR_LOCAL | FI_MR_ENDPOINT | FI_MR_RMA_EVENT)) {
         return "needs local or per-endpoint memory registration (FI_MR_LOCAL/FI_MR_ENDPOINT)";
     }
+    why = mca_btl_ofi_if_refusal(info, iface, lists, &named);
+    if (NULL != why) {
+        return why;
+    }
     if (MCA_BTL_OFI_ADDR_LINKLOCAL == kind) {
         return "IPv6 link-local address (peers on other hosts cannot use it)";
     }
-    if (MCA_BTL_OFI_ADDR_LOOPBACK == kind && mca_btl_ofi_has_global_twin(all, info)
-        && mca_btl_ofi_job_spans_hosts()) {
-        return "loopback, the job spans hosts and another interface exists (peers on other "
-               "hosts cannot reach a loopback address)";
+    if (MCA_BTL_OFI_ADDR_LOOPBACK == kind && !named && mca_btl_ofi_has_global_twin(all, info, lists)) {
+        return "loopback, and the provider offers another interface (peers on other hosts "
+               "cannot reach a loopback address; name it in btl_ofi_if_include to use it)";
     }
     return NULL;
+}
+
+/* Whether two candidates are one provider domain on one address. */
+static bool mca_btl_ofi_same_domain(const struct fi_info *a, const struct fi_info *b)
+{
+    return 0 == strcmp(a->fabric_attr->prov_name, b->fabric_attr->prov_name)
+           && 0 == strcmp(a->domain_attr->name, b->domain_attr->name)
+           && a->src_addrlen == b->src_addrlen
+           && (0 == a->src_addrlen || 0 == memcmp(a->src_addr, b->src_addr, a->src_addrlen));
 }
 
 static const struct fi_info *mca_btl_ofi_find_twin(const struct fi_info *list,
@@ -718,7 +929,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     struct fi_info *hints = NULL, *all = NULL, *with_dc = NULL;
-    char **include = NULL, **exclude = NULL, **seen = NULL;
+    mca_btl_ofi_lists_t lists = {NULL, NULL, NULL, NULL, NULL};
+    char **seen = NULL;
     mca_btl_ofi_module_t *module = NULL;
     mca_btl_base_module_t **modules = NULL;
     const char *host = opal_process_info.nodename;
@@ -731,8 +943,24 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     mca_btl_ofi_check_params();
     c->locking = enable_mpi_threads || c->progress_thread;
     mca_btl_ofi_fault_parse(c->inject_fault);
-    include = opal_argv_split(c->provider_include, ',');
-    exclude = opal_argv_split(c->provider_exclude, ',');
+    if (NULL != c->if_include && NULL != c->if_exclude) {
+        /* as btl/tcp: which one the user meant cannot be guessed */
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true, host,
+                       c->if_include, c->if_exclude);
+        return NULL;
+    }
+    lists.prov_include = opal_argv_split(c->provider_include, ',');
+    lists.prov_exclude = opal_argv_split(c->provider_exclude, ',');
+    lists.if_include = opal_argv_split(c->if_include, ',');
+    lists.if_exclude = opal_argv_split(c->if_exclude, ',');
+    if (0 != getifaddrs(&lists.ifs)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "getifaddrs failed (%s): interfaces are known by domain name only",
+                            strerror(errno));
+        lists.ifs = NULL;
+    }
+    mca_btl_ofi_if_list_check("btl_ofi_if_include", lists.if_include, lists.ifs);
+    mca_btl_ofi_if_list_check("btl_ofi_if_exclude", lists.if_exclude, lists.ifs);
 
     hints = mca_btl_ofi_hints(false);
     if (NULL == hints) {
@@ -768,13 +996,24 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     for (struct fi_info *info = all; NULL != info; info = info->next) {
         const char *prov = info->fabric_attr->prov_name;
         const char *dom = info->domain_attr->name;
-        const char *why = mca_btl_ofi_refusal(all, info, include, exclude);
+        const char *iface = mca_btl_ofi_iface_of(info, lists.ifs);
+        const char *why = mca_btl_ofi_refusal(all, info, iface, &lists);
         const struct fi_info *twin;
+        char where[INET6_ADDRSTRLEN + IF_NAMESIZE + 8] = "";
         struct fi_info *mine;
         uint64_t extra;
 
         if (!mca_btl_ofi_in_list(seen, prov)) {
             opal_argv_append_nosize(&seen, prov);
+        }
+        if (NULL != iface) {
+            mca_btl_ofi_where(info, iface, where, sizeof(where));
+            dom = where;
+        }
+        if (NULL == why && NULL != module->info) {
+            why = mca_btl_ofi_same_domain(module->info, info)
+                      ? "listed again by libfabric (taken above)"
+                      : "a domain was taken already (one rail per process)";
         }
         if (NULL == why && NULL == (twin = mca_btl_ofi_find_twin(with_dc, info))) {
             why = "no FI_DELIVERY_COMPLETE, so a flush could not promise remote completion";
@@ -821,7 +1060,6 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             continue;
         }
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "candidate %s domain %s: taken", prov, dom);
-        break;
     }
 
     if (NULL == module->info) {
@@ -829,6 +1067,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "no provider", true, host,
                        c->provider_include ? c->provider_include : "(not set)",
                        c->provider_exclude ? c->provider_exclude : "(not set)",
+                       c->if_include ? c->if_include : "(not set)",
+                       c->if_exclude ? c->if_exclude : "(not set)",
                        (seen_str && seen_str[0]) ? seen_str : "(none)");
         free(seen_str);
         mca_btl_ofi_module_free(module);
@@ -856,9 +1096,14 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
 out_finalize:
     (void) mca_btl_ofi_finalize(&module->super);
 out:
-    opal_argv_free(include);
-    opal_argv_free(exclude);
+    opal_argv_free(lists.prov_include);
+    opal_argv_free(lists.prov_exclude);
+    opal_argv_free(lists.if_include);
+    opal_argv_free(lists.if_exclude);
     opal_argv_free(seen);
+    if (NULL != lists.ifs) {
+        freeifaddrs(lists.ifs);
+    }
     if (NULL != all) {
         fi_freeinfo(all);
     }

@@ -39,15 +39,17 @@
 # yielding): across these links correctness and byte counts are measured,
 # never latency.
 #
-# State lives in $BTL_OFI_HOSTS_DIR (default /tmp/bofi-hosts). `up' first
+# State lives in $BTL_OFI_HOSTS_DIR (default /tmp/bofi-hosts), namespaces
+# are named $BTL_OFI_HOSTS_NS-h<i> and -sw (default bofi): two sets of hosts
+# can then exist side by side (hosts made by another checkout). `up' first
 # removes whatever a previous run left. Needs root (namespaces, veth).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 state=${BTL_OFI_HOSTS_DIR:-/tmp/bofi-hosts}
-sw=bofi-sw
-nsprefix=bofi-h
+sw=${BTL_OFI_HOSTS_NS:-bofi}-sw
+nsprefix=${BTL_OFI_HOSTS_NS:-bofi}-h
 
 hosts_die() {
     echo "hosts.sh: $*" >&2

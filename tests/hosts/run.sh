@@ -38,6 +38,17 @@
 #                            outside MPI while ranks 0 and 1 put into its
 #                            window and flush; nothing may be declared
 #                            lost, every byte arrives
+#   rails:PROV:POLICY:MODE   two links per host pair (rail0 10.77.0.0/24,
+#                            rail1 10.77.1.0/24), tests/bin/rails MODE
+#                            (put: 4 MiB MPI_Put + flush; send: 4 MiB
+#                            messages) x 16 from h1 to h2; the kernel's
+#                            tx_bytes of both links of both hosts counted
+#                            around the job. POLICY include: btl_ofi_if_include
+#                            names rail1's subnet; exclude:
+#                            btl_ofi_if_exclude names the interface rail0;
+#                            either way rail0 must carry under 1 % of the
+#                            bytes and the verbose output must show rail0's
+#                            domain refused for that reason
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: kill (every process
 #                            of h2 SIGKILLed) or cut (h2's link unplugged:
@@ -98,6 +109,15 @@ list_cases() {
     done
     echo "shm:ofi+self"
     echo "shm:ofi+vader+self"
+    # last: the hosts are set up again with two links
+    for prov in $PROVIDERS; do
+        [[ $prov == shm ]] && continue
+        for pol in include exclude; do
+            for m in put send; do
+                echo "rails:${prov//;/+}:$pol:$m"
+            done
+        done
+    done
 }
 
 compile() { # prog
@@ -106,6 +126,7 @@ compile() { # prog
     dynhosts) build dynhosts "$here/dynhosts.c" ;;
     death) build death "$tests/faults/death.c" ;;
     busy) build busy "$here/busy.c" ;;
+    rails) build rails "$here/rails.c" ;;
     mt) build mt "$tests/threads/mt.c" "$tests/threads/mt_util.h" -pthread ;;
     pingpong | flood | mixed | late) build "$1" "$tests/twosided/$1.c" "$tests/twosided/ts.h" ;;
     esac
@@ -113,22 +134,25 @@ compile() { # prog
 
 # hosts for the whole run; removed on every exit path
 hosts_ready=0
-need_hosts() {
-    ((hosts_ready)) && return 0
-    if ! hosts_up 2 1 >"$logdir/hosts-up.log" 2>&1; then
+need_hosts() { # [rails]
+    local rails=${1:-1}
+    ((hosts_ready == rails)) && return 0
+    if ! hosts_up 2 "$rails" >"$logdir/hosts-up.log" 2>&1; then
+        hosts_ready=0
         return 1
     fi
-    hosts_ready=1
+    hosts_ready=$rails
 }
 trap 'hosts_down >/dev/null 2>&1' EXIT
 trap 'exit 130' INT TERM
 
 # a job on the hosts: 4 ranks, ranks 0,1 on h1 and 2,3 on h2
+# (NP=2 with --map-by node: one rank per host)
 hosts_job() { # log secs btls prov args...
     local log=$1 secs=$2 btls=$3 prov=$4
     shift 4
     OFIRUN_BTLS=$btls BTL_OFI_EXPECT_PROVIDER=$prov BTL_OFI_NO_DYNAMIC=1 run_logged "$log" "$secs" \
-        bash "$here/hosts.sh" mpirun -np 4 -x BTL_OFI_EXPECT_PROVIDER -x BTL_OFI_NO_DYNAMIC \
+        bash "$here/hosts.sh" mpirun -np "${NP:-4}" -x BTL_OFI_EXPECT_PROVIDER -x BTL_OFI_NO_DYNAMIC \
         --mca btl_ofi_provider_include "$prov" "$@"
 }
 
@@ -143,7 +167,7 @@ judge_job() { # label log rc prog t0 [note]
         report FAIL "$label" $((SECONDS - t0)) "exit code $rc: $(first_fail "$log")" "$log"
     elif ! grep -qx "OK $prog" "$log"; then
         report FAIL "$label" $((SECONDS - t0)) "exit code 0 but no 'OK $prog' line" "$log"
-    elif ! grep -q "^$prog: np=4 btl_ofi_version=0.1.0" "$log"; then
+    elif ! grep -q "^$prog: np=${NP:-4} btl_ofi_version=0.1.0" "$log"; then
         report FAIL "$label" $((SECONDS - t0)) "no proof that our btl/ofi ran (btl_ofi_version line)" "$log"
     else
         report PASS "$label" $((SECONDS - t0)) "$note"
@@ -277,6 +301,44 @@ run_lost() { # label prov mode fault log t0
     fi
 }
 
+# ------------------------------------------------------------------ rails
+# tx_bytes of h1 rail0, h1 rail1, h2 rail0, h2 rail1
+rail_bytes() {
+    local h r
+    for h in h1 h2; do
+        for r in 0 1; do
+            hosts_bytes "$h" "$r" || echo 0
+        done
+    done | paste -sd ' ' -
+}
+
+run_rails() { # label prov policy mode log t0
+    local label=$1 prov=$2 pol=$3 mode=$4 log=$5 t0=$6 before after rc bw share refused
+    local -a sel
+    case $pol in
+    include) sel=(--mca btl_ofi_if_include 10.77.1.0/24) ;;
+    exclude) sel=(--mca btl_ofi_if_exclude rail0) ;;
+    esac
+    before=$(rail_bytes)
+    NP=2 hosts_job "$log" 120 ofi,self "$prov" --map-by node --mca btl_ofi_verbose 1 "${sel[@]}" \
+        "$bindir/rails" "$mode" -mib 4 -n 16
+    rc=$?
+    after=$(rail_bytes)
+    # bytes per rail (both hosts' transmit counters), then rail0's share
+    # in hundredths of a percent
+    read -r r0 r1 < <(echo "$before $after" | awk '{ print ($5 - $1) + ($7 - $3), ($6 - $2) + ($8 - $4) }')
+    share=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.2f", (a + b) ? 100 * a / (a + b) : 100 }')
+    bw=$(grep -m1 -oE "rails: $mode 4 MiB x 16: [0-9.]+ MB/s" "$log" | awk '{ print $(NF-1) }')
+    refused=$(grep -m1 -oE "candidate [^ ]+ domain rail0 \(interface rail0, 10\.77\.0\.[0-9]+\): refused, interface (not in btl_ofi_if_include|listed in btl_ofi_if_exclude)" "$log")
+    if ((rc == 0)) && [[ -z $refused ]]; then
+        report FAIL "$label" $((SECONDS - t0)) "no verbose line saying that rail0's domain was refused by the interface list" "$log"
+    elif ((rc == 0)) && awk -v s="$share" 'BEGIN { exit !(s >= 1) }'; then
+        report FAIL "$label" $((SECONDS - t0)) "rail0 carried $share % of the bytes ($r0 of $((r0 + r1))): the interface list was not honoured" "$log"
+    else
+        NP=2 judge_job "$label" "$log" "$rc" rails "$t0" "rail0 $r0 bytes, rail1 $r1 bytes (rail0 $share %); $bw MB/s"
+    fi
+}
+
 # ------------------------------------------------------------------ one case
 run_case() {
     local c=$1 group pname prov a b label log t0 rc btls why
@@ -291,6 +353,7 @@ run_case() {
     twosided) label="hosts $prov twosided $a" ;;
     lost) label="hosts $prov lost host during $a ($b)" ;;
     busy) label="hosts $prov target busy 60 s outside MPI" ;;
+    rails) label="hosts $prov rails $a $b" ;;
     threads) label="hosts $prov threads N=2 T=4" ;;
     shm) label="hosts shm ${pname//+/,} across hosts" ;;
     *)
@@ -305,7 +368,7 @@ run_case() {
             return
         fi
     fi
-    if ! need_hosts; then
+    if ! need_hosts "$([[ $group == rails ]] && echo 2 || echo 1)"; then
         report FAIL "$label" $((SECONDS - t0)) "the simulated hosts could not be set up" "$logdir/hosts-up.log"
         return
     fi
@@ -345,6 +408,10 @@ run_case() {
         else
             judge_job "$label" "$log" "$rc" busy "$t0" "$(grep -m1 -o 'put + flush to the busy rank 2 took [0-9.]* s' "$log")"
         fi
+        ;;
+    rails)
+        compile rails >>"$log" || { report FAIL "$label" 0 "compiling rails failed" "$log"; return; }
+        run_rails "$label" "$prov" "$a" "$b" "$log" "$t0"
         ;;
     lost)
         compile death >>"$log" || { report FAIL "$label" 0 "compiling death failed" "$log"; return; }

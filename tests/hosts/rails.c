@@ -1,0 +1,95 @@
+/*
+ * rails: bandwidth between two hosts, one-sided and two-sided, for the
+ * byte counts of each link (tests/hosts/run.sh rails cases).
+ *
+ *   rails put|send [-mib M] [-n N]   (defaults 4 MiB, 16 transfers)
+ *
+ * Two ranks, one per host. put: rank 0 puts M MiB into rank 1's window N
+ * times, each followed by MPI_Win_flush (lock_all epoch); send: rank 0
+ * sends M MiB to rank 1 N times. Rank 1 then checks every byte of its
+ * window (zero before the puts), or of the last message (received into a
+ * zeroed buffer). Prints "rails: MODE M MiB x N: X MB/s" from rank 0: the
+ * pattern is written before the clock starts.
+ */
+#include "../common.h"
+
+int main(int argc, char **argv)
+{
+    size_t mib = 4;
+    int n = 16;
+    const char *mode = argc > 1 ? argv[1] : "";
+
+    tc_init(&argc, &argv, "rails");
+    CHECK(2 == tc_size, "needs exactly 2 ranks, has %d", tc_size);
+    CHECK(0 == strcmp(mode, "put") || 0 == strcmp(mode, "send"), "mode '%s': put or send",
+          mode);
+    for (int i = 2; i + 1 < argc; ++i) {
+        if (0 == strcmp(argv[i], "-mib")) {
+            mib = (size_t) atol(argv[i + 1]);
+        } else if (0 == strcmp(argv[i], "-n")) {
+            n = atoi(argv[i + 1]);
+        }
+    }
+    CHECK(mib >= 1 && n >= 1, "-mib and -n must be at least 1");
+    const size_t len = mib << 20;
+    unsigned char *buf = malloc(len);
+    CHECK(NULL != buf, "malloc of %zu bytes failed", len);
+    memset(buf, 0, len);
+    double t0 = 0.0, t1 = 0.0;
+
+    if (0 == strcmp(mode, "put")) {
+        MPI_Win win;
+        MPI_CHECK(MPI_Win_create(buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        MPI_CHECK(MPI_Win_lock_all(0, win));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (0 == tc_rank) {
+            unsigned char *src = malloc(len);
+            CHECK(NULL != src, "malloc failed");
+            tc_fill(src, 0, len, 1);
+            t0 = tc_now();
+            for (int i = 0; i < n; ++i) {
+                MPI_CHECK(MPI_Put(src, (int) len, MPI_BYTE, 1, 0, (int) len, MPI_BYTE, win));
+                MPI_CHECK(MPI_Win_flush(1, win));
+            }
+            t1 = tc_now();
+            free(src);
+        }
+        MPI_CHECK(MPI_Win_unlock_all(win));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (1 == tc_rank) {
+            tc_verify("rails: window after the puts", buf, 0, len, 1);
+        }
+        MPI_CHECK(MPI_Win_free(&win));
+    } else {
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (0 == tc_rank) {
+            tc_fill(buf, 0, len, 1);
+        }
+        t0 = tc_now();
+        for (int i = 0; i < n; ++i) {
+            if (0 == tc_rank) {
+                MPI_CHECK(MPI_Send(buf, (int) len, MPI_BYTE, 1, i, MPI_COMM_WORLD));
+            } else {
+                if (i == n - 1) {
+                    memset(buf, 0, len); /* the check below sees the last message only */
+                }
+                MPI_CHECK(MPI_Recv(buf, (int) len, MPI_BYTE, 0, i, MPI_COMM_WORLD,
+                                   MPI_STATUS_IGNORE));
+            }
+        }
+        /* the last message is only sent when rank 1 has it all */
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        t1 = tc_now();
+        if (1 == tc_rank) {
+            tc_verify("rails: last message received", buf, 0, len, 1);
+        }
+    }
+    if (0 == tc_rank) {
+        printf("rails: %s %zu MiB x %d: %.1f MB/s\n", mode, mib, n,
+               (double) len * n / (t1 - t0) / 1e6);
+        fflush(stdout);
+    }
+    free(buf);
+    tc_finish();
+    return 0;
+}
