@@ -50,13 +50,16 @@
 #                            bytes and the verbose output must show rail0's
 #                            domain refused for that reason
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
-#                            victim on h2, then FAULT: kill (every process
-#                            of h2 SIGKILLed) or cut (h2's link unplugged:
-#                            no reset ever arrives); the job must end
-#                            within 30 s and name h2
-# Matrix: PROV in tcp;ofi_rxm, sockets, udp;ofi_rxd; lost hosts by cut
-# link; busy on tcp;ofi_rxm. BTL_OFI_FULL=1 adds busy on every provider
-# and the kill faults (see list_cases for why they are not default).
+#                            victim on h2, then FAULT: rank (the victim,
+#                            rank 3, SIGKILLed; its host lives on), kill
+#                            (every process of h2 SIGKILLed) or cut (h2's
+#                            link unplugged: no reset ever arrives); the job
+#                            must end within 30 s and name h2 (rank: and
+#                            the dead rank)
+# Matrix: PROV in tcp;ofi_rxm, sockets, udp;ofi_rxd; lost ranks and lost
+# hosts by cut link; busy on tcp;ofi_rxm; the rails cases. BTL_OFI_FULL=1
+# adds busy on every provider, the kill faults and udp;ofi_rxd's lost rank
+# during two-sided traffic (see list_cases for why they are not default).
 #
 # Environment: PROVIDERS (default the three network providers),
 # BTL_OFI_TEST_TIMEOUT (seconds per job, default 300). Needs root; the
@@ -96,6 +99,13 @@ list_cases() {
         done
         echo "threads:$p"
         for m in rma msg; do
+            # udp;ofi_rxd: a receive on the victim, flooded while it still
+            # starts, completes with "Truncation error" about one run in
+            # three (or the provider crashes in fi_recvmsg): the open
+            # defect of issue 11; only with BTL_OFI_FULL=1 until it is fixed
+            if [[ $prov != "udp;ofi_rxd" || $m != msg || $full == 1 ]]; then
+                echo "lost:$p:$m:rank"
+            fi
             echo "lost:$p:$m:cut"
             # every process of h2 killed: the runtime sees its daemon's
             # launcher exit and ends the job about 1 s later, without
@@ -209,10 +219,23 @@ lost_run() { # prov mode fault recovery(0|1) log
         fi
         sleep 0.1
     done
+    if ! grep -q 'death: victim rank 3 pid [0-9]* ready' "$log"; then
+        kill -TERM "$pid" 2>/dev/null
+        sleep 1
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid"
+        L_RC=$?
+        L_WHY="the victim, rank 3, was not streaming 60 s after the start: $(first_fail "$log")"
+        return 1
+    fi
     t_fault=$(date +%s%N)
     case $fault in
     kill) hosts_kill h2 ;;
     cut) hosts_cut h2 0 ;;
+    rank)
+        # the victim's pid as h2's pid namespace numbers it
+        hosts_run h2 kill -KILL "$(grep -m1 -oE 'death: victim rank 3 pid [0-9]+' "$log" | awk '{ print $NF }')"
+        ;;
     esac
     echo "==== $(date +%T.%N) fault: $fault h2" >>"$log"
     for ((i = 0; i < lost_limit * 10; i++)); do
@@ -247,13 +270,25 @@ keepalive=(--mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1
     --mca oob_tcp_keepalive_probes 3)
 
 # btl/ofi's line naming a peer on h2, or mpirun's naming h2
+# (FAULT rank: rank 3 itself must be named)
 ours_re="btl/ofi on h1 lost contact with peer \[\[[0-9]+,1\],[23]\] on h2: .*"
 orte_re="(process rank [23] with PID [0-9]+ on node h2 exited on signal 9|Remote daemon: .* on node h2|lost communication with a remote daemon).*"
+set_res() { # fault
+    if [[ $1 == rank ]]; then
+        # a survivor on either host may be first (rank 2 shares h2)
+        ours_re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],3\] on h2: .*"
+        orte_re="process rank 3 with PID [0-9]+ on node h2 exited on signal 9.*"
+    else
+        ours_re="btl/ofi on h1 lost contact with peer \[\[[0-9]+,1\],[23]\] on h2: .*"
+        orte_re="(process rank [23] with PID [0-9]+ on node h2 exited on signal 9|Remote daemon: .* on node h2|lost communication with a remote daemon).*"
+    fi
+}
 
 run_lost() { # label prov mode fault log t0
     local label=$1 prov=$2 mode=$3 fault=$4 log=$5 t0=$6
     local rlog=${log%.log}-runtime.log clog=${log%.log}-recovery.log what crash
     local -a why=() oks=()
+    set_res "$fault"
     : >"$rlog"
     : >"$clog"
     # 1. as a user runs it: whoever ends the job, it must end and name h2
@@ -351,7 +386,7 @@ run_case() {
     onesided) label="hosts $prov ${a//+/,} $b" ;;
     dynamic) label="hosts $prov ${a//+/,} dynamic windows" ;;
     twosided) label="hosts $prov twosided $a" ;;
-    lost) label="hosts $prov lost host during $a ($b)" ;;
+    lost) label="hosts $prov lost $([[ $b == rank ]] && echo "rank 3 on h2" || echo host) during $a ($b)" ;;
     busy) label="hosts $prov target busy 60 s outside MPI" ;;
     rails) label="hosts $prov rails $a $b" ;;
     threads) label="hosts $prov threads N=2 T=4" ;;
@@ -459,6 +494,10 @@ if (($#)); then
     cases=("$@")
 else
     mapfile -t cases < <(list_cases)
+    if ((!full)) && [[ " $PROVIDERS " == *" udp;ofi_rxd "* ]]; then
+        echo "NOTE hosts: lost:udp+ofi_rxd:msg:rank is left out: udp;ofi_rxd loses a message" \
+            "(Truncation error) on a rank flooded while it starts (open, issue 11); BTL_OFI_FULL=1 runs it"
+    fi
 fi
 for c in "${cases[@]}"; do
     run_case "$c"
