@@ -87,10 +87,9 @@ if [[ ${1:-} == --list ]]; then
     done
     exit 0
 fi
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
-    exit 0
-fi
+# shellcheck source=tests/lib.sh
+source "$here/lib.sh"
+runner_help "$0" "$@"
 
 mkdir -p "$logdir"
 if [[ ! -x $bindir/hello ]]; then

@@ -15,6 +15,8 @@
 #   first_fail LOG             the first line that says why a job failed
 #   crash_of LOG               the first crash line, or nothing
 #   summary                    "N passed, N failed"; status 1 on failure
+#   runner_help SCRIPT [ARGS]  with -h or --help first in ARGS: print the
+#                              SCRIPT's header comment and exit
 
 # (read on first use: tests/run.sh sources this before it installs libfabric)
 lib_fi_list=""
@@ -115,4 +117,13 @@ crash_of() { # log
 summary() {
     echo "$passed passed, $failed failed"
     ((failed == 0))
+}
+
+runner_help() { # script [args...]
+    case ${2:-} in
+    -h | --help)
+        awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$1"
+        exit 0
+        ;;
+    esac
 }

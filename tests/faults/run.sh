@@ -170,14 +170,11 @@ if [[ ${1:-} == --list ]]; then
     list_cases
     exit 0
 fi
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    sed -n '3,/^set -uo pipefail/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
-    exit 0
-fi
 
 # ------------------------------------------------------------------ helpers
 # shellcheck source=tests/lib.sh
 source "$tests/lib.sh"
+runner_help "$0" "$@"
 
 compile() { # prog
     case $1 in

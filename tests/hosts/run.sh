@@ -481,10 +481,7 @@ if [[ ${1:-} == --list ]]; then
     list_cases
     exit 0
 fi
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
-    exit 0
-fi
+runner_help "$0" "$@"
 mkdir -p "$bindir" "$logdir"
 if ((EUID != 0)); then
     echo "FAIL hosts: needs root (network and pid namespaces)"

@@ -120,14 +120,10 @@ if [[ ${1:-} == --list ]]; then
     exit 0
 fi
 
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then
-    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
-    exit 0
-fi
-
 # ------------------------------------------------------------------ helpers
 # shellcheck source=tests/lib.sh
 source "$tests/lib.sh"
+runner_help "$0" "$@"
 
 compile() { # prog: build tests/bin/prog from tests/threads/prog.c when stale
     build "$1" "$here/$1.c" "$here/mt_util.h" -pthread
