@@ -287,7 +287,17 @@ typedef struct mca_btl_ofi_module_t {
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;
     int probe_listener; /* our liveness listener (peers probe it), 0: none */
+    /* the rail: index among this process's modules, and the subnet of its
+     * interface (IP providers; family 0 otherwise), which pairs it with the
+     * peer's module on the same subnet */
+    int rail;
+    int net_family;
+    int net_bits;
+    uint8_t net[16];
 } mca_btl_ofi_module_t;
+
+/* Modules, one per rail (network interface), a process may open. */
+#define MCA_BTL_OFI_MAX_RAILS 8
 
 typedef struct mca_btl_ofi_component_t {
     mca_btl_base_component_3_0_0_t super;
@@ -321,8 +331,9 @@ typedef struct mca_btl_ofi_component_t {
     bool enable_mpi_threads;
     bool locking; /* see MCA_BTL_OFI_LOCK */
 
+    int max_rails; /* modules (one per interface) at most */
     int num_modules;
-    mca_btl_ofi_module_t *modules[1];
+    mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_RAILS];
 } mca_btl_ofi_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
@@ -355,7 +366,7 @@ void mca_btl_ofi_progress_thread_stop(mca_btl_ofi_module_t *module);
 /* endpoint */
 int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
                                 mca_btl_ofi_endpoint_t **ep_out);
-int mca_btl_ofi_modex_send(mca_btl_ofi_module_t *module);
+int mca_btl_ofi_modex_send(mca_btl_ofi_module_t **modules, int count);
 
 /* atomics */
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);

@@ -214,6 +214,14 @@ static int mca_btl_ofi_component_register(void)
         "are never used, as btl_tcp_if_exclude. Mutually exclusive with btl_ofi_if_include",
         &c->if_exclude, OPAL_INFO_LVL_4, 0, MCA_BASE_VAR_SCOPE_READONLY);
 
+    c->max_rails = MCA_BTL_OFI_MAX_RAILS;
+    (void) mca_btl_ofi_reg_int(
+        "max_rails",
+        "Most provider domains, one per network interface, used at once (rails): each is a "
+        "btl module, so that ob1 spreads messages and RDMA over them. 1 uses the first "
+        "allowed interface only (from 1 to 8, default 8)",
+        &c->max_rails, OPAL_INFO_LVL_4, NULL);
+
     c->mode = MCA_BTL_OFI_MODE_FULL;
     (void) mca_base_var_enum_create("btl_ofi_mode", mca_btl_ofi_mode_values, &mode_enum);
     (void) mca_btl_ofi_reg_int("mode",
@@ -464,6 +472,12 @@ static void mca_btl_ofi_check_params(void)
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_peer_probe_timeout",
                        c->peer_probe_timeout, "from 1 to 3600", 3);
         c->peer_probe_timeout = 3;
+    }
+    if (c->max_rails < 1 || c->max_rails > MCA_BTL_OFI_MAX_RAILS) {
+        int use = c->max_rails < 1 ? 1 : MCA_BTL_OFI_MAX_RAILS;
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_max_rails",
+                       c->max_rails, "from 1 to 8", use);
+        c->max_rails = use;
     }
     if (c->rd_num < 1 || c->rd_num > 4096) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_rd_num", c->rd_num,
@@ -881,6 +895,71 @@ static struct fi_info *mca_btl_ofi_pick(const struct fi_info *twin, uint64_t ext
     return mine;
 }
 
+/* ------------------------------------------------------------------ rails */
+
+/* Why a usable candidate does not become one more rail, or NULL. Rails are
+ * domains of one provider on distinct interfaces. */
+static const char *mca_btl_ofi_rail_refusal(mca_btl_ofi_module_t *const *taken,
+                                            char (*taken_if)[IF_NAMESIZE + 1], int ntaken,
+                                            const struct fi_info *info, const char *iface)
+{
+    for (int i = 0; i < ntaken; ++i) {
+        if (mca_btl_ofi_same_domain(taken[i]->info, info)) {
+            return "listed again by libfabric (taken above)";
+        }
+    }
+    if (0 != strcmp(taken[0]->info->fabric_attr->prov_name, info->fabric_attr->prov_name)) {
+        return "another provider was taken (rails are domains of one provider)";
+    }
+    if (NULL == iface || '\0' == taken_if[0][0]) {
+        return "a domain was taken already (this provider has no network interfaces to "
+               "make rails of)";
+    }
+    for (int i = 0; i < ntaken; ++i) {
+        if (0 == strcmp(taken_if[i], iface)) {
+            return "its interface is a rail already (one domain per interface)";
+        }
+    }
+    if (ntaken >= mca_btl_ofi_component.max_rails) {
+        return "btl_ofi_max_rails rails are taken already";
+    }
+    return NULL;
+}
+
+/* The subnet of a rail's interface (address and netmask of the interface
+ * address that is the domain's source address): it pairs the rail with
+ * the peers' rails on the same subnet. */
+static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_info *info,
+                                 const char *iface, const struct ifaddrs *ifs)
+{
+    int family, ifamily = AF_UNSPEC, mfamily = AF_UNSPEC;
+    const unsigned char *mine = mca_btl_ofi_sa_bytes(info->src_addr, info->src_addrlen, &family);
+
+    module->net_family = 0;
+    if (NULL == mine || NULL == iface) {
+        return;
+    }
+    for (const struct ifaddrs *i = ifs; NULL != i; i = i->ifa_next) {
+        const unsigned char *addr = mca_btl_ofi_sa_bytes(i->ifa_addr, sizeof(struct sockaddr_in6),
+                                                         &ifamily);
+        const unsigned char *mask = mca_btl_ofi_sa_bytes(i->ifa_netmask,
+                                                         sizeof(struct sockaddr_in6), &mfamily);
+        int len = AF_INET == family ? 4 : 16, bits = 0;
+
+        if (NULL == addr || NULL == mask || ifamily != family || mfamily != family
+            || 0 != strcmp(i->ifa_name, iface) || 0 != memcmp(addr, mine, (size_t) len)) {
+            continue;
+        }
+        for (int b = 0; b < len; ++b) {
+            module->net[b] = mine[b] & mask[b];
+            bits += __builtin_popcount(mask[b]);
+        }
+        module->net_family = family;
+        module->net_bits = bits;
+        return;
+    }
+}
+
 /* --------------------------------------------------------------- init */
 
 static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
@@ -930,6 +1009,9 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     struct fi_info *hints = NULL, *all = NULL, *with_dc = NULL;
     mca_btl_ofi_lists_t lists = {NULL, NULL, NULL, NULL, NULL};
+    mca_btl_ofi_module_t *taken[MCA_BTL_OFI_MAX_RAILS];
+    char taken_if[MCA_BTL_OFI_MAX_RAILS][IF_NAMESIZE + 1];
+    int ntaken = 0;
     char **seen = NULL;
     mca_btl_ofi_module_t *module = NULL;
     mca_btl_base_module_t **modules = NULL;
@@ -988,11 +1070,6 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         with_dc = NULL;
     }
 
-    module = mca_btl_ofi_module_alloc();
-    if (NULL == module) {
-        goto out;
-    }
-
     for (struct fi_info *info = all; NULL != info; info = info->next) {
         const char *prov = info->fabric_attr->prov_name;
         const char *dom = info->domain_attr->name;
@@ -1010,10 +1087,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             mca_btl_ofi_where(info, iface, where, sizeof(where));
             dom = where;
         }
-        if (NULL == why && NULL != module->info) {
-            why = mca_btl_ofi_same_domain(module->info, info)
-                      ? "listed again by libfabric (taken above)"
-                      : "a domain was taken already (one rail per process)";
+        if (NULL == why && ntaken > 0) {
+            why = mca_btl_ofi_rail_refusal(taken, taken_if, ntaken, info, iface);
         }
         if (NULL == why && NULL == (twin = mca_btl_ofi_find_twin(with_dc, info))) {
             why = "no FI_DELIVERY_COMPLETE, so a flush could not promise remote completion";
@@ -1049,9 +1124,17 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                 dom);
             continue;
         }
+        module = mca_btl_ofi_module_alloc();
+        if (NULL == module) {
+            fi_freeinfo(mine);
+            break;
+        }
+        module->rail = ntaken;
+        mca_btl_ofi_rail_net(module, info, iface, lists.ifs);
         rc = mca_btl_ofi_module_init(module, mine);
         if (OPAL_SUCCESS != rc) {
             fi_freeinfo(mine);
+            mca_btl_ofi_module_free(module);
             if (OPAL_ERR_NOT_SUPPORTED != rc) {
                 MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                                     "candidate %s domain %s: refused, opening it failed", prov,
@@ -1059,10 +1142,13 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             }
             continue;
         }
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "candidate %s domain %s: taken", prov, dom);
+        snprintf(taken_if[ntaken], sizeof(taken_if[ntaken]), "%s", NULL != iface ? iface : "");
+        taken[ntaken++] = module;
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "candidate %s domain %s: taken (rail %d)",
+                            prov, dom, ntaken - 1);
     }
 
-    if (NULL == module->info) {
+    if (0 == ntaken) {
         seen_str = opal_argv_join(seen, ',');
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "no provider", true, host,
                        c->provider_include ? c->provider_include : "(not set)",
@@ -1071,30 +1157,38 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                        c->if_exclude ? c->if_exclude : "(not set)",
                        (seen_str && seen_str[0]) ? seen_str : "(none)");
         free(seen_str);
-        mca_btl_ofi_module_free(module);
-        module = NULL;
         goto out;
     }
 
-    rc = mca_btl_base_param_verify(&module->super);
+    for (int i = 0; i < ntaken; ++i) {
+        rc = mca_btl_base_param_verify(&taken[i]->super);
+        if (OPAL_SUCCESS != rc) {
+            goto out_finalize;
+        }
+    }
+    rc = mca_btl_ofi_modex_send(taken, ntaken);
     if (OPAL_SUCCESS != rc) {
         goto out_finalize;
     }
-    modules = malloc(sizeof(*modules));
+    modules = malloc((size_t) ntaken * sizeof(*modules));
     if (NULL == modules) {
         goto out_finalize;
     }
-    modules[0] = &module->super;
-    c->modules[0] = module;
-    c->num_modules = 1;
-    *num_btl_modules = 1;
+    for (int i = 0; i < ntaken; ++i) {
+        modules[i] = &taken[i]->super;
+        c->modules[i] = taken[i];
+    }
+    c->num_modules = ntaken;
+    *num_btl_modules = ntaken;
 
     free(mca_btl_ofi_selected_provider);
-    mca_btl_ofi_selected_provider = strdup(module->info->fabric_attr->prov_name);
+    mca_btl_ofi_selected_provider = strdup(taken[0]->info->fabric_attr->prov_name);
     goto out;
 
 out_finalize:
-    (void) mca_btl_ofi_finalize(&module->super);
+    for (int i = 0; i < ntaken; ++i) {
+        (void) mca_btl_ofi_finalize(&taken[i]->super);
+    }
 out:
     opal_argv_free(lists.prov_include);
     opal_argv_free(lists.prov_exclude);
@@ -1122,14 +1216,18 @@ int mca_btl_ofi_component_progress(void)
 {
     /* per thread, so that counting needs no atomics */
     static __thread uint32_t calls = 0;
+    bool check = 0 == (++calls & 255);
     int count = 0;
 
     for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
         mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
+        if (OPAL_UNLIKELY(NULL == module)) {
+            continue; /* finalized while another rail lives on */
+        }
         for (int i = 0; i < module->num_contexts; ++i) {
             count += mca_btl_ofi_context_progress(module->contexts + i);
         }
-        if (OPAL_UNLIKELY(0 == (++calls & 255))) {
+        if (OPAL_UNLIKELY(check)) {
             mca_btl_ofi_peers_check(module);
         }
     }

@@ -30,6 +30,16 @@ typedef struct mca_btl_ofi_modex_t {
 
 #define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100003u
 
+/* What a process publishes: the parts of its modules (rails), one after
+ * the other. */
+typedef struct mca_btl_ofi_modex_rails_t {
+    uint32_t layout; /* MCA_BTL_OFI_MODEX_RAILS_LAYOUT */
+    uint32_t count;
+    uint32_t sizes[MCA_BTL_OFI_MAX_RAILS];
+} mca_btl_ofi_modex_rails_t;
+
+#define MCA_BTL_OFI_MODEX_RAILS_LAYOUT 0x0f1a0001u
+
 /* Report a peer as lost, once, through the upper layer's error callback. */
 void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                const char *why);

@@ -430,12 +430,12 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->lock);
 
+    /* the other rails may still be progressed: only this slot empties */
     for (int i = 0; i < mca_btl_ofi_component.num_modules; ++i) {
         if (mca_btl_ofi_component.modules[i] == module) {
             mca_btl_ofi_component.modules[i] = NULL;
         }
     }
-    mca_btl_ofi_component.num_modules = 0;
     free(module);
     return OPAL_SUCCESS;
 }
@@ -670,10 +670,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->super.btl_registration_handle_size =
         module->virt_addr ? sizeof(uint64_t) : sizeof(mca_btl_base_registration_handle_t);
 
-    rc = mca_btl_ofi_modex_send(module);
-    if (OPAL_SUCCESS != rc) {
-        goto err_release;
-    }
+    /* the modex is published by the component once every rail is open */
     if (mca_btl_ofi_component.progress_thread) {
         rc = mca_btl_ofi_progress_thread_start(module);
         if (OPAL_SUCCESS != rc) {

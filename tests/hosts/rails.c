@@ -36,6 +36,8 @@ int main(int argc, char **argv)
     CHECK(NULL != buf, "malloc of %zu bytes failed", len);
     memset(buf, 0, len);
     double t0 = 0.0, t1 = 0.0;
+    tc_counters_t before, after;
+    tc_counters_read(&before);
 
     if (0 == strcmp(mode, "put")) {
         MPI_Win win;
@@ -84,9 +86,14 @@ int main(int argc, char **argv)
             tc_verify("rails: last message received", buf, 0, len, 1);
         }
     }
+    tc_counters_read(&after);
     if (0 == tc_rank) {
-        printf("rails: %s %zu MiB x %d: %.1f MB/s\n", mode, mib, n,
-               (double) len * n / (t1 - t0) / 1e6);
+        /* which btl operations carried it (sends, gets or puts) */
+        printf("rails: %s %zu MiB x %d: %.1f MB/s (rank 0: %s)\n", mode, mib, n,
+               (double) len * n / (t1 - t0) / 1e6, tc_delta_str(&before, &after));
+        fflush(stdout);
+    } else {
+        printf("rails: rank 1: %s\n", tc_delta_str(&before, &after));
         fflush(stdout);
     }
     free(buf);
