@@ -79,15 +79,23 @@ enum {
  * and, for providers with offset addressing, the region's base address in
  * the owner's address space.
  */
+/* Modules, one per rail (network interface), a process may open. */
+#define MCA_BTL_OFI_MAX_RAILS 8
+
 struct mca_btl_base_registration_handle_t {
-    uint64_t key;
     uint64_t base;
+    /* the key of the region in the domain of each rail of its owner, by
+     * the owner's rail index (keys[] holds btl_ofi_max_rails entries on the
+     * wire: every process ships the same size) */
+    uint64_t keys[MCA_BTL_OFI_MAX_RAILS];
 };
 
-/** A registration as the rcache keeps it: handle last, shipped part only. */
+/** A registration as the rcache keeps it: handle last, shipped part only.
+ * Regions peers may reach are open in every rail's domain (mr[rail]). */
 typedef struct mca_btl_ofi_reg_t {
     mca_rcache_base_registration_t super;
-    struct fid_mr *mr;
+    struct mca_btl_ofi_module_t *module; /* the rail it was asked of */
+    struct fid_mr *mr[MCA_BTL_OFI_MAX_RAILS];
     void *desc;
     mca_btl_base_registration_handle_t handle;
 } mca_btl_ofi_reg_t;
@@ -192,6 +200,11 @@ struct mca_btl_base_endpoint_t {
     int64_t seen_completed;
     double stall_since;
     bool suspect; /* an error without a clear cause: probe it at the next check */
+    /* the peer's rail this endpoint talks to (index of its keys in the
+     * peer's registration handles), and the same peer's endpoints on our
+     * other rails, found when a transfer is first split over them */
+    int peer_rail;
+    struct mca_btl_base_endpoint_t *rail_peers[MCA_BTL_OFI_MAX_RAILS];
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -296,9 +309,6 @@ typedef struct mca_btl_ofi_module_t {
     uint8_t net[16];
 } mca_btl_ofi_module_t;
 
-/* Modules, one per rail (network interface), a process may open. */
-#define MCA_BTL_OFI_MAX_RAILS 8
-
 typedef struct mca_btl_ofi_component_t {
     mca_btl_base_component_3_0_0_t super;
 
@@ -332,6 +342,7 @@ typedef struct mca_btl_ofi_component_t {
     bool locking; /* see MCA_BTL_OFI_LOCK */
 
     int max_rails; /* modules (one per interface) at most */
+    size_t rail_split_size; /* puts and gets from this size are split over the rails */
     int num_modules;
     mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_RAILS];
 } mca_btl_ofi_component_t;
@@ -445,6 +456,13 @@ bool mca_btl_ofi_endpoint_check(struct mca_btl_ofi_module_t *module,
 static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_from_handle(mca_btl_base_registration_handle_t *h)
 {
     return (mca_btl_ofi_reg_t *) ((char *) h - offsetof(mca_btl_ofi_reg_t, handle));
+}
+
+/** The key of a peer's region on the rail this endpoint talks to. */
+static inline uint64_t mca_btl_ofi_rkey(const struct mca_btl_base_endpoint_t *endpoint,
+                                        const mca_btl_base_registration_handle_t *handle)
+{
+    return handle->keys[endpoint->peer_rail];
 }
 
 /** Remote address as the provider wants it: virtual, or offset in the region. */

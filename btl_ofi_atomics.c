@@ -291,7 +291,7 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
     (void) opal_hash_table_set_value_uint64(&module->amo_pending, req.req_id, comp);
     MCA_BTL_OFI_UNLOCK(&module->lock);
     req.addr = remote_address;
-    req.key = remote_handle->key;
+    req.key = mca_btl_ofi_rkey(endpoint, remote_handle);
     req.operand = operand;
     req.compare = compare;
     memcpy(&req.origin, &OPAL_PROC_MY_NAME, sizeof(req.origin));
@@ -439,7 +439,7 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
                          mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
                          mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                         remote_handle->key, mca_btl_ofi_datatype(op, flags),
+                         mca_btl_ofi_rkey(endpoint, remote_handle), mca_btl_ofi_datatype(op, flags),
                          (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
@@ -487,7 +487,7 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
                    mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                   remote_handle->key, mca_btl_ofi_datatype(op, flags),
+                   mca_btl_ofi_rkey(endpoint, remote_handle), mca_btl_ofi_datatype(op, flags),
                    (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.atomic_count++;
@@ -542,7 +542,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
                            local_address, mca_btl_ofi_local_desc(local_handle),
                            endpoint->addrs[context->index],
                            mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                           remote_handle->key,
+                           mca_btl_ofi_rkey(endpoint, remote_handle),
                            (flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? FI_UINT32 : FI_UINT64, FI_CSWAP,
                            &comp->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {

@@ -222,6 +222,15 @@ static int mca_btl_ofi_component_register(void)
         "allowed interface only (from 1 to 8, default 8)",
         &c->max_rails, OPAL_INFO_LVL_4, NULL);
 
+    c->rail_split_size = 256 * 1024;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "rail_split_size",
+        "Puts and gets of at least this many bytes are split in equal parts over every rail "
+        "that reaches the peer (osc/rdma drives one module; ob1 spreads its own transfers "
+        "too). 0: never split. Default 256 KiB",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->rail_split_size);
+
     c->mode = MCA_BTL_OFI_MODE_FULL;
     (void) mca_base_var_enum_create("btl_ofi_mode", mca_btl_ofi_mode_values, &mode_enum);
     (void) mca_btl_ofi_reg_int("mode",
@@ -472,6 +481,9 @@ static void mca_btl_ofi_check_params(void)
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_peer_probe_timeout",
                        c->peer_probe_timeout, "from 1 to 3600", 3);
         c->peer_probe_timeout = 3;
+    }
+    if (0 == c->rail_split_size) {
+        c->rail_split_size = SIZE_MAX; /* never */
     }
     if (c->max_rails < 1 || c->max_rails > MCA_BTL_OFI_MAX_RAILS) {
         int use = c->max_rails < 1 ? 1 : MCA_BTL_OFI_MAX_RAILS;

@@ -925,6 +925,13 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     }
     endpoint->num_addrs = module->num_contexts;
     endpoint->proc = proc;
+    endpoint->peer_rail = 0;
+    for (uint32_t r = 0; r < all->count; ++r) {
+        if (blobs[r] == blob) {
+            endpoint->peer_rail = (int) r;
+        }
+    }
+    memset(endpoint->rail_peers, 0, sizeof(endpoint->rail_peers));
     mca_btl_ofi_endpoint_identity(endpoint, blob);
     mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len, blob->probe_port);
     /* /proc says nothing about a process on another node, even when the

@@ -21,7 +21,8 @@
 
 static void mca_btl_ofi_reg_construct(mca_btl_ofi_reg_t *reg)
 {
-    reg->mr = NULL;
+    memset(reg->mr, 0, sizeof(reg->mr));
+    reg->module = NULL;
     reg->desc = NULL;
     memset(&reg->handle, 0, sizeof(reg->handle));
 }
@@ -162,14 +163,40 @@ static uint64_t mca_btl_ofi_random_key(const mca_btl_ofi_module_t *module)
     return key & module->key_mask;
 }
 
+/* Register [base, base+size) in one rail's domain with the given rights. */
+static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t size,
+                              uint64_t access, struct fid_mr **mr)
+{
+    int rc = -FI_ENOKEY;
+
+    /* a requested key may collide with one in use: draw another */
+    for (int attempt = 0; attempt < 8 && -FI_ENOKEY == rc; ++attempt) {
+        uint64_t want = module->prov_key ? 0 : mca_btl_ofi_random_key(module);
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_MR_REG)
+                 ? -FI_EIO
+                 : fi_mr_reg(module->domain, base, size, access, 0, want, 0, mr, NULL);
+    }
+    if (0 != rc) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "registration failed", true,
+                       opal_process_info.nodename, base, size, rc, fi_strerror(-rc));
+        *mr = NULL;
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    return OPAL_SUCCESS;
+}
+
+static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg);
+
 /* Open the provider registration behind reg for exactly [base, base+size)
- * with the rights in reg->super.access_flags, and make it findable by key
+ * with the rights in reg->super.access_flags: in this module's domain, and
+ * for regions peers may reach in every rail's (a transfer split over the
+ * rails reaches the region through each); each key findable by its rail
  * for emulated atomics. */
 static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg, void *base,
-                               size_t size)
+                               size_t size, bool every_rail)
 {
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     uint64_t access = FI_READ | FI_WRITE;
-    int rc = -FI_ENOKEY;
 
     if (reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_READ) {
         access |= FI_REMOTE_READ;
@@ -180,55 +207,64 @@ static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *
     if (reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC) {
         access |= FI_REMOTE_READ | FI_REMOTE_WRITE;
     }
-
-    /* a requested key may collide with one in use: draw another */
-    for (int attempt = 0; attempt < 8 && -FI_ENOKEY == rc; ++attempt) {
-        uint64_t want = module->prov_key ? 0 : mca_btl_ofi_random_key(module);
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_MR_REG)
-                 ? -FI_EIO
-                 : fi_mr_reg(module->domain, base, size, access, 0, want, 0, &reg->mr, NULL);
-    }
-    if (0 != rc) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "registration failed", true,
-                       opal_process_info.nodename, base, size, rc, fi_strerror(-rc));
-        reg->mr = NULL;
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-
-    reg->desc = fi_mr_desc(reg->mr);
-    reg->handle.key = fi_mr_key(reg->mr);
+    memset(reg->mr, 0, sizeof(reg->mr));
+    memset(&reg->handle, 0, sizeof(reg->handle));
+    reg->module = module;
     reg->handle.base = (uint64_t) (uintptr_t) base;
-    MCA_BTL_OFI_LOCK(&module->lock);
-    opal_hash_table_set_value_uint64(&module->regs_by_key, reg->handle.key, reg);
-    MCA_BTL_OFI_UNLOCK(&module->lock);
+    for (int r = 0; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
+        mca_btl_ofi_module_t *rail = r == module->rail ? module
+                                     : (every_rail && r < c->num_modules) ? c->modules[r]
+                                                                          : NULL;
+        if (NULL == rail) {
+            continue;
+        }
+        if (OPAL_SUCCESS != mca_btl_ofi_mr_reg(rail, base, size, access, &reg->mr[r])) {
+            (void) mca_btl_ofi_mr_close(module, reg);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        reg->handle.keys[r] = fi_mr_key(reg->mr[r]);
+        MCA_BTL_OFI_LOCK(&rail->lock);
+        opal_hash_table_set_value_uint64(&rail->regs_by_key, reg->handle.keys[r], reg);
+        MCA_BTL_OFI_UNLOCK(&rail->lock);
+    }
+    reg->desc = fi_mr_desc(reg->mr[module->rail]);
     return OPAL_SUCCESS;
 }
 
-/* Close it: from here on a peer's access with the old key fails. */
+/* Close it: from here on a peer's access with an old key fails. */
 static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
 {
-    int rc;
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    int rc, ret = OPAL_SUCCESS;
 
-    if (NULL == reg->mr) {
-        return OPAL_SUCCESS;
+    for (int r = 0; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
+        mca_btl_ofi_module_t *rail = r == module->rail ? module
+                                     : r < c->num_modules ? c->modules[r]
+                                                          : NULL;
+        if (NULL == reg->mr[r]) {
+            continue;
+        }
+        if (NULL != rail) {
+            MCA_BTL_OFI_LOCK(&rail->lock);
+            opal_hash_table_remove_value_uint64(&rail->regs_by_key, reg->handle.keys[r]);
+            MCA_BTL_OFI_UNLOCK(&rail->lock);
+        }
+        rc = fi_close(&reg->mr[r]->fid);
+        reg->mr[r] = NULL;
+        if (0 != rc) {
+            MCA_BTL_OFI_REPORT("fi_close(mr)", rc);
+            ret = OPAL_ERROR;
+        }
     }
-    MCA_BTL_OFI_LOCK(&module->lock);
-    opal_hash_table_remove_value_uint64(&module->regs_by_key, reg->handle.key);
-    MCA_BTL_OFI_UNLOCK(&module->lock);
-    rc = fi_close(&reg->mr->fid);
-    reg->mr = NULL;
-    if (0 != rc) {
-        MCA_BTL_OFI_REPORT("fi_close(mr)", rc);
-        return OPAL_ERROR;
-    }
-    return OPAL_SUCCESS;
+    return ret;
 }
 
 static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
                                        mca_rcache_base_registration_t *rreg)
 {
+    /* local access only: this rail's domain */
     return mca_btl_ofi_mr_open((mca_btl_ofi_module_t *) reg_data, (mca_btl_ofi_reg_t *) rreg,
-                               base, size);
+                               base, size, false);
 }
 
 static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registration_t *rreg)
@@ -275,7 +311,7 @@ mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *en
     reg->super.bound = (unsigned char *) base + (size > 0 ? size - 1 : 0);
     reg->super.access_flags = access;
     reg->super.ref_count = 1;
-    if (OPAL_SUCCESS != mca_btl_ofi_mr_open(module, reg, base, size)) {
+    if (OPAL_SUCCESS != mca_btl_ofi_mr_open(module, reg, base, size, true)) {
         opal_free_list_return(&module->exposed_regs, &reg->super.super);
         return NULL;
     }
@@ -338,10 +374,10 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     (void) endpoint;
 
+    /* every rail is progressed: parts of a transfer split over the rails
+     * complete on theirs, and the whole only then */
     while (mca_btl_ofi_rma_outstanding(module) > 0) {
-        for (int i = 0; i < module->num_contexts; ++i) {
-            (void) mca_btl_ofi_context_progress(module->contexts + i);
-        }
+        (void) mca_btl_ofi_component_progress();
     }
     return OPAL_SUCCESS;
 }
@@ -399,9 +435,7 @@ static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
     double deadline = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_SECONDS;
 
     while (mca_btl_ofi_outstanding(module) > 0) {
-        for (int i = 0; i < module->num_contexts; ++i) {
-            (void) mca_btl_ofi_context_progress(module->contexts + i);
-        }
+        (void) mca_btl_ofi_component_progress(); /* every rail: see flush */
         if (mca_btl_ofi_now() > deadline) {
             opal_show_help(MCA_BTL_OFI_HELP_FILE, "drain timeout", true,
                            opal_process_info.nodename,
@@ -667,8 +701,10 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     /* limits: what the provider allows, never more than the user asked */
     module->super.btl_put_limit = mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
     module->super.btl_get_limit = mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
+    /* every process ships the same size: the base and btl_ofi_max_rails keys */
     module->super.btl_registration_handle_size =
-        module->virt_addr ? sizeof(uint64_t) : sizeof(mca_btl_base_registration_handle_t);
+        offsetof(mca_btl_base_registration_handle_t, keys)
+        + (size_t) mca_btl_ofi_component.max_rails * sizeof(uint64_t);
 
     /* the modex is published by the component once every rail is open */
     if (mca_btl_ofi_component.progress_thread) {

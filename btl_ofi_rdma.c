@@ -127,6 +127,138 @@ void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context)
     }
 }
 
+/* ------------------------------------------------------------------ rails */
+
+/* The same peer's endpoint on another rail of ours, or NULL when that rail
+ * does not reach it. Looked up once, then kept with the endpoint. */
+static mca_btl_ofi_endpoint_t *mca_btl_ofi_rail_peer(mca_btl_ofi_endpoint_t *endpoint,
+                                                     mca_btl_ofi_module_t *rail)
+{
+    mca_btl_ofi_endpoint_t *peer = endpoint->rail_peers[rail->rail];
+
+    if (OPAL_LIKELY(NULL != peer)) {
+        return peer;
+    }
+    MCA_BTL_OFI_LOCK(&rail->lock);
+    if (OPAL_SUCCESS
+        != opal_hash_table_get_value_uint64(&rail->endpoints_by_proc,
+                                            (uint64_t) (uintptr_t) endpoint->proc,
+                                            (void **) &peer)) {
+        peer = NULL;
+    }
+    MCA_BTL_OFI_UNLOCK(&rail->lock);
+    endpoint->rail_peers[rail->rail] = peer; /* racing threads store the same */
+    return peer;
+}
+
+static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                                  void *local_address,
+                                  mca_btl_base_registration_handle_t *local_handle,
+                                  void *context, void *cbdata, int status)
+{
+    mca_btl_ofi_completion_t *whole = (mca_btl_ofi_completion_t *) context;
+    (void) btl;
+    (void) endpoint;
+    (void) local_address;
+    (void) local_handle;
+    (void) cbdata;
+
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
+        whole->parts_status = status;
+    }
+    if (0 == opal_atomic_add_fetch_32(&whole->parts_left, -1)) {
+        mca_btl_ofi_completion_finish(whole, whole->parts_status);
+    }
+}
+
+/*
+ * A large put or get split in equal page-aligned parts over every rail
+ * that reaches the peer (this one among them). The whole counts as one
+ * operation of the caller's rail, finished when the last part is: a flush
+ * of that rail waits for every part, each remotely complete on its own
+ * rail. OPAL_ERR_NOT_AVAILABLE: fewer than two rails reach the peer.
+ */
+static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                                  mca_btl_ofi_endpoint_t *endpoint, int kind, void *local_address,
+                                  uint64_t remote_address,
+                                  mca_btl_base_registration_handle_t *local_handle,
+                                  mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                  void *cbdata)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_completion_t *whole, *parts[MCA_BTL_OFI_MAX_RAILS];
+    mca_btl_ofi_context_t *ctxs[MCA_BTL_OFI_MAX_RAILS];
+    mca_btl_ofi_endpoint_t *eps[MCA_BTL_OFI_MAX_RAILS];
+    mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
+    size_t chunk, offs[MCA_BTL_OFI_MAX_RAILS], lens[MCA_BTL_OFI_MAX_RAILS], off = 0;
+    int n = 0, i;
+
+    for (int r = 0; r < c->num_modules; ++r) {
+        mca_btl_ofi_module_t *rail = c->modules[r];
+        mca_btl_ofi_endpoint_t *peer;
+
+        if (NULL == rail) {
+            continue;
+        }
+        peer = rail == module ? endpoint : mca_btl_ofi_rail_peer(endpoint, rail);
+        if (NULL != peer && !peer->dead && !peer->lost) {
+            rails[n] = rail;
+            eps[n++] = peer;
+        }
+    }
+    if (n < 2) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
+    whole = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
+                                         local_handle, cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == whole)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    chunk = (size / (size_t) n + 4095) & ~(size_t) 4095;
+    for (i = 0; i < n && off < size; ++i) {
+        ctxs[i] = rails[i] == module ? context : mca_btl_ofi_context_get(rails[i]);
+        offs[i] = off;
+        lens[i] = size - off < chunk ? size - off : chunk;
+        /* the local region is registered in the caller's rail only; no
+         * provider we take needs a local descriptor (FI_MR_LOCAL) */
+        parts[i] = mca_btl_ofi_completion_alloc(&rails[i]->super, ctxs[i], eps[i],
+                                                (char *) local_address + off,
+                                                rails[i] == module ? local_handle : NULL,
+                                                mca_btl_ofi_part_done, whole, NULL);
+        if (OPAL_UNLIKELY(NULL == parts[i])) {
+            while (i-- > 0) {
+                opal_free_list_return(&ctxs[i]->completions, &parts[i]->super);
+            }
+            opal_free_list_return(&context->completions, &whole->super);
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        off += lens[i];
+    }
+    n = i;
+    whole->parts_left = n;
+    whole->parts_status = OPAL_SUCCESS;
+    (void) mca_btl_ofi_inflight(context, endpoint, 1);
+    for (i = 0; i < n; ++i) {
+        ssize_t rc;
+
+        (void) mca_btl_ofi_inflight(ctxs[i], eps[i], 1);
+        MCA_BTL_OFI_LOCK(&ctxs[i]->lock);
+        rc = mca_btl_ofi_rdma_start(
+            ctxs[i], parts[i], kind, lens[i],
+            mca_btl_ofi_remote_addr(rails[i], remote_address + offs[i], remote_handle),
+            mca_btl_ofi_rkey(eps[i], remote_handle));
+        MCA_BTL_OFI_UNLOCK(&ctxs[i]->lock);
+        if (OPAL_UNLIKELY(0 != rc)) {
+            if (!mca_btl_ofi_endpoint_check(rails[i], eps[i])) {
+                MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == kind ? "fi_write" : "fi_read", rc);
+            }
+            mca_btl_ofi_completion_finish(parts[i], OPAL_ERROR);
+        }
+    }
+    return OPAL_SUCCESS;
+}
+
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     mca_btl_base_registration_handle_t *local_handle,
@@ -145,6 +277,15 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
     }
 
+    if (OPAL_UNLIKELY(size >= mca_btl_ofi_component.rail_split_size
+                      && mca_btl_ofi_component.num_modules > 1)) {
+        int ret = mca_btl_ofi_rdma_split(module, context, endpoint, MCA_BTL_OFI_PARKED_PUT,
+                                         local_address, remote_address, local_handle,
+                                         remote_handle, size, cbfunc, cbcontext, cbdata);
+        if (OPAL_ERR_NOT_AVAILABLE != ret) {
+            return ret;
+        }
+    }
     comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
                                         cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
@@ -155,7 +296,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_PUT, size,
                                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                                remote_handle->key);
+                                mca_btl_ofi_rkey(endpoint, remote_handle));
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_write");
@@ -179,6 +320,15 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
     }
 
+    if (OPAL_UNLIKELY(size >= mca_btl_ofi_component.rail_split_size
+                      && mca_btl_ofi_component.num_modules > 1)) {
+        int ret = mca_btl_ofi_rdma_split(module, context, endpoint, MCA_BTL_OFI_PARKED_GET,
+                                         local_address, remote_address, local_handle,
+                                         remote_handle, size, cbfunc, cbcontext, cbdata);
+        if (OPAL_ERR_NOT_AVAILABLE != ret) {
+            return ret;
+        }
+    }
     comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
                                         cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
@@ -189,7 +339,7 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_GET, size,
                                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                                remote_handle->key);
+                                mca_btl_ofi_rkey(endpoint, remote_handle));
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, "fi_read");

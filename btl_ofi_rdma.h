@@ -31,6 +31,10 @@ typedef struct mca_btl_ofi_completion_t {
     size_t parked_size;
     uint64_t parked_raddr;
     uint64_t parked_key;
+    /* a transfer split over the rails: its parts still in flight, and the
+     * first error one of them met */
+    volatile int32_t parts_left;
+    int parts_status;
 } mca_btl_ofi_completion_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_completion_t);
 

@@ -52,9 +52,9 @@
 #                            btl_ofi_max_rails 1, the link not taken under
 #                            1 %; all (the
 #                            default): both rails taken, each link at least
-#                            30 % of the bytes (send only by default: the
-#                            module osc/rdma uses does not split puts over
-#                            rails yet)
+#                            30 % of the bytes (osc/rdma drives one module,
+#                            which splits puts of 256 KiB and more over the
+#                            rails; ob1's RDMA transfers split the same way)
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: rank (the victim,
 #                            rank 3, SIGKILLed; its host lives on), kill
@@ -134,9 +134,7 @@ list_cases() {
             done
         done
         echo "rails:${prov//;/+}:all:send"
-        # osc/rdma drives one module: RMA over every rail needs the RMA
-        # module to split puts and gets itself (not yet: issue 13)
-        ((full)) && echo "rails:${prov//;/+}:all:put"
+        echo "rails:${prov//;/+}:all:put"
     done
 }
 
