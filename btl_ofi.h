@@ -83,12 +83,20 @@ enum {
 #define MCA_BTL_OFI_MAX_RAILS 8
 
 struct mca_btl_base_registration_handle_t {
+    /* the key of the region in the domain of its owner's rail 0 (first, so
+     * that one rail ships what it always did: key, base) */
+    uint64_t key;
     uint64_t base;
-    /* the key of the region in the domain of each rail of its owner, by
-     * the owner's rail index (keys[] holds btl_ofi_max_rails entries on the
-     * wire: every process ships the same size) */
-    uint64_t keys[MCA_BTL_OFI_MAX_RAILS];
+    /* its keys on the owner's rails 1, 2, ...: every process ships
+     * btl_ofi_max_rails keys in all, whatever its own number of rails */
+    uint64_t rail_keys[MCA_BTL_OFI_MAX_RAILS - 1];
 };
+
+static inline uint64_t *mca_btl_ofi_handle_key(struct mca_btl_base_registration_handle_t *h,
+                                               int rail)
+{
+    return 0 == rail ? &h->key : &h->rail_keys[rail - 1];
+}
 
 /** A registration as the rcache keeps it: handle last, shipped part only.
  * Regions peers may reach are open in every rail's domain (mr[rail]). */
@@ -462,7 +470,7 @@ static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_from_handle(mca_btl_base_regist
 static inline uint64_t mca_btl_ofi_rkey(const struct mca_btl_base_endpoint_t *endpoint,
                                         const mca_btl_base_registration_handle_t *handle)
 {
-    return handle->keys[endpoint->peer_rail];
+    return 0 == endpoint->peer_rail ? handle->key : handle->rail_keys[endpoint->peer_rail - 1];
 }
 
 /** Remote address as the provider wants it: virtual, or offset in the region. */

@@ -222,9 +222,10 @@ static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *
             (void) mca_btl_ofi_mr_close(module, reg);
             return OPAL_ERR_OUT_OF_RESOURCE;
         }
-        reg->handle.keys[r] = fi_mr_key(reg->mr[r]);
+        *mca_btl_ofi_handle_key(&reg->handle, r) = fi_mr_key(reg->mr[r]);
         MCA_BTL_OFI_LOCK(&rail->lock);
-        opal_hash_table_set_value_uint64(&rail->regs_by_key, reg->handle.keys[r], reg);
+        opal_hash_table_set_value_uint64(&rail->regs_by_key,
+                                         *mca_btl_ofi_handle_key(&reg->handle, r), reg);
         MCA_BTL_OFI_UNLOCK(&rail->lock);
     }
     reg->desc = fi_mr_desc(reg->mr[module->rail]);
@@ -246,7 +247,8 @@ static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t 
         }
         if (NULL != rail) {
             MCA_BTL_OFI_LOCK(&rail->lock);
-            opal_hash_table_remove_value_uint64(&rail->regs_by_key, reg->handle.keys[r]);
+            opal_hash_table_remove_value_uint64(&rail->regs_by_key,
+                                                *mca_btl_ofi_handle_key(&reg->handle, r));
             MCA_BTL_OFI_UNLOCK(&rail->lock);
         }
         rc = fi_close(&reg->mr[r]->fid);
@@ -701,10 +703,11 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     /* limits: what the provider allows, never more than the user asked */
     module->super.btl_put_limit = mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
     module->super.btl_get_limit = mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
-    /* every process ships the same size: the base and btl_ofi_max_rails keys */
+    /* every process ships the same size: the key, the base and the keys of
+     * rails 1 to btl_ofi_max_rails - 1 */
     module->super.btl_registration_handle_size =
-        offsetof(mca_btl_base_registration_handle_t, keys)
-        + (size_t) mca_btl_ofi_component.max_rails * sizeof(uint64_t);
+        offsetof(mca_btl_base_registration_handle_t, rail_keys)
+        + (size_t) (mca_btl_ofi_component.max_rails - 1) * sizeof(uint64_t);
 
     /* the modex is published by the component once every rail is open */
     if (mca_btl_ofi_component.progress_thread) {

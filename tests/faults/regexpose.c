@@ -502,8 +502,8 @@ static void case_keys(void)
     unsigned char *x = region_alloc(0), *y = region_alloc(0);
     uint32_t fl = MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE;
     mca_btl_base_registration_handle_t *hx = reg(x, fl), *hy = reg(y, fl);
-    /* the key is the first 8 bytes of our handle (README: "8 bytes (the
-     * key)" or "16 bytes (key and region base)") */
+    /* the key is the first 8 bytes of our handle (README: the key, the
+     * region base, then the keys of further rails) */
     uint64_t kx, ky, ax = (uint64_t) (uintptr_t) x, ay = (uint64_t) (uintptr_t) y;
     memcpy(&kx, hx, sizeof(kx));
     memcpy(&ky, hy, sizeof(ky));
