@@ -22,7 +22,8 @@
 #     namespaces with their own hostname, pid namespace, /proc and
 #     /dev/shm) x 2 ranks, tcp;ofi_rxm, sockets and udp;ofi_rxd: putget,
 #     atomics, sync, canary with ofi,self and ofi,vader,self; pingpong,
-#     flood, mixed, late; shm across hosts; lost hosts; one line each;
+#     flood, mixed, late; shm across hosts; lost ranks and hosts; rails
+#     (two links: interface lists, one rail, every rail); one line each;
 #  5. runs the bad-input cases of tests/badinput.sh, each counted as a test;
 #  6. threads, progress, helgrind: the cases of tests/threads/run.sh, one
 #     PASS/FAIL line per (provider, contexts, threads) group
@@ -74,6 +75,7 @@ unset BTL_OFI_NO_CHECK_OURS
 tests=$here
 # shellcheck source=tests/lib.sh
 source "$here/lib.sh"
+runner_help "$0" "$@"
 passed=0
 failed=0
 skipped=0
