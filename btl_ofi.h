@@ -48,9 +48,9 @@ BEGIN_C_DECLS
 
 #define MCA_BTL_OFI_HELP_FILE "help-btl-ofi.txt"
 
-/* libfabric API version we are written against (1.17 features are not
- * required; 1.5 is the oldest with the mr_mode bits we rely on). */
-#define MCA_BTL_OFI_FI_VERSION FI_VERSION(1, 5)
+/* fi_getinfo is asked for the API version of the headers we are built
+ * with (FI_MAJOR_VERSION, FI_MINOR_VERSION): the semantics we test. */
+#define MCA_BTL_OFI_FI_API FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
 /* Upper bound on contexts per module; also sizes the receive-context bits
  * of a scalable endpoint's address vector. */
@@ -190,7 +190,6 @@ struct mca_btl_base_endpoint_t {
     struct opal_proc_t *proc;
     /* address used by local context i to reach this peer */
     fi_addr_t *addrs;
-    int num_addrs;
     bool lost; /* reported to the upper layer as unreachable */
     /* the process behind it is known to be gone: operations to it fail at
      * once instead of waiting on a provider that may never complete them */
@@ -296,7 +295,6 @@ typedef struct mca_btl_ofi_module_t {
     opal_free_list_t exposed_regs;    /* registrations peers can reach */
     opal_free_list_t frags; /* two-sided send descriptors */
     mca_btl_base_module_error_cb_fn_t error_cb;
-    bool initialized;
     /* background progress for manual-progress providers (btl_ofi_progress_thread) */
     opal_thread_t progress_thread;
     volatile int32_t progress_stop;
@@ -339,14 +337,12 @@ typedef struct mca_btl_ofi_component_t {
     int verbose;
     int emulate_atomics;
     char *version;
-    int selected_provider_index;
     char *inject_fault;
 
     bool progress_thread;
     int progress_thread_interval; /* microseconds between passes */
 
     int output;
-    bool enable_mpi_threads;
     bool locking; /* see MCA_BTL_OFI_LOCK */
 
     int max_rails; /* modules (one per interface) at most */

@@ -356,7 +356,7 @@ static int mca_btl_ofi_component_register(void)
                                   MCA_BASE_VAR_SCOPE_CONSTANT);
 
     mca_btl_ofi_selected_provider = "";
-    c->selected_provider_index = mca_btl_ofi_reg_string(
+    (void) mca_btl_ofi_reg_string(
         "selected_provider",
         "The libfabric provider this process selected (read-only, empty before MPI_Init)",
         &mca_btl_ofi_selected_provider, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
@@ -879,7 +879,7 @@ static struct fi_info *mca_btl_ofi_refine(const struct fi_info *info, uint64_t c
     }
     hints->caps |= caps;
     hints->domain_attr->data_progress = progress;
-    if (0 != fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+    if (0 != fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints,
                         &found)) {
         found = NULL;
     } else if (NULL != found->next) {
@@ -1033,7 +1033,6 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     (void) enable_progress_threads;
 
     *num_btl_modules = 0;
-    c->enable_mpi_threads = enable_mpi_threads;
     mca_btl_ofi_check_params();
     c->locking = enable_mpi_threads || c->progress_thread;
     mca_btl_ofi_fault_parse(c->inject_fault);
@@ -1062,7 +1061,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     }
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_GETINFO)
              ? -FI_EIO
-             : fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints,
+             : fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints,
                           &all);
     fi_freeinfo(hints);
     if (0 != rc) {
@@ -1076,7 +1075,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (NULL == hints) {
         goto out;
     }
-    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &with_dc);
+    rc = fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, &with_dc);
     fi_freeinfo(hints);
     if (0 != rc) {
         with_dc = NULL;

@@ -28,7 +28,6 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
 {
     endpoint->proc = NULL;
     endpoint->addrs = NULL;
-    endpoint->num_addrs = 0;
     endpoint->lost = false;
     endpoint->dead = false;
     endpoint->checkable = false;
@@ -923,7 +922,6 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
             endpoint->addrs[i] = peer[i % blob->num_addrs];
         }
     }
-    endpoint->num_addrs = module->num_contexts;
     endpoint->proc = proc;
     endpoint->peer_rail = 0;
     for (uint32_t r = 0; r < all->count; ++r) {
@@ -932,6 +930,11 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
         }
     }
     memset(endpoint->rail_peers, 0, sizeof(endpoint->rail_peers));
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE,
+                        "rail %d: peer %s through its rail %d (%u of its contexts, %s)",
+                        module->rail, OPAL_NAME_PRINT(proc->proc_name), endpoint->peer_rail,
+                        (unsigned) blob->num_contexts,
+                        blob->sep ? "scalable endpoint" : "plain endpoints");
     mca_btl_ofi_endpoint_identity(endpoint, blob);
     mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len, blob->probe_port);
     /* /proc says nothing about a process on another node, even when the

@@ -727,7 +727,6 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
                         module->prov_key ? " with provider keys" : " with requested keys",
                         info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
                         module->amo_emulated ? " (emulated by the target)" : "");
-    module->initialized = true;
     return OPAL_SUCCESS;
 
 err_release:
