@@ -362,6 +362,11 @@ enum {
     MCA_BTL_OFI_QUIRK_INJECT = 0x2,
     /* multi-receive buffers lose messages: one buffer per message */
     MCA_BTL_OFI_QUIRK_MULTI_RECV = 0x4,
+    /* a message of several datagrams, arriving while no receive is posted
+     * (the receiver busy, late, or flooded), sometimes completes with "Truncation
+     * error" (the bytes it assembled differ from the size it announced) or
+     * crashes the provider: every message fits in one datagram */
+    MCA_BTL_OFI_QUIRK_ONE_SEGMENT = 0x8,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 

@@ -443,7 +443,7 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
 {
     if (NULL != strstr(prov_name, "ofi_rxd")) {
         return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
-               | MCA_BTL_OFI_QUIRK_MULTI_RECV;
+               | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT;
     }
     return 0;
 }

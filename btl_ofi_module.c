@@ -585,6 +585,29 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
         module->super.btl_max_send_size = mca_btl_ofi_min(module->super.btl_max_send_size,
                                                           info->ep_attr->max_msg_size
                                                               - sizeof(mca_btl_ofi_msg_hdr_t));
+        if ((quirks & MCA_BTL_OFI_QUIRK_ONE_SEGMENT)
+            && info->tx_attr->inject_size > sizeof(mca_btl_ofi_msg_hdr_t) + 64) {
+            /* the provider's largest single-datagram message (its inject
+             * size): ob1 sends more in pieces of this size, or by RDMA */
+            size_t one = info->tx_attr->inject_size - sizeof(mca_btl_ofi_msg_hdr_t);
+            if (module->super.btl_max_send_size > one
+                && !mca_btl_ofi_param_is_default("max_send_size")) {
+                opal_show_help(MCA_BTL_OFI_HELP_FILE, "one datagram", true,
+                               opal_process_info.nodename, info->fabric_attr->prov_name,
+                               module->super.btl_max_send_size, one);
+            }
+            if (module->super.btl_max_send_size > one) {
+                MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                                    "%s: messages of one datagram only, max send size %zu "
+                                    "(was %zu): larger ones can be lost by the provider",
+                                    info->fabric_attr->prov_name, one,
+                                    module->super.btl_max_send_size);
+                module->super.btl_max_send_size = one;
+            }
+            module->super.btl_eager_limit = mca_btl_ofi_min(module->super.btl_eager_limit, one);
+            module->super.btl_rndv_eager_limit =
+                mca_btl_ofi_min(module->super.btl_rndv_eager_limit, module->super.btl_eager_limit);
+        }
         if (module->msg_size < sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size) {
             module->msg_size = sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size;
         }

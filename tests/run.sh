@@ -34,12 +34,15 @@
 #  8. bench: the benchmark comparison's smoke, QUICK=1 bench/compare.sh (shm,
 #     3 sizes, every contender once; about a minute), so that the harness
 #     cannot rot; one PASS/FAIL line. Timings are never asserted.
+#  9. package: tests/package.sh (root): the Debian package built with
+#     scripts/package.sh, installed, checked (ompi_info, the demo with no
+#     component path), removed and purged; one line per step.
 # Prints PASS/FAIL lines (a FAIL shows the last 40 lines of its output; full
 # logs are kept in tests/logs/) and ends with the line `N passed, N failed'.
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench"
+#   TESTS="putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench package"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -62,7 +65,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench}
+TESTS=${TESTS:-putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench package}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -418,6 +421,39 @@ if wanted bench; then
         fail bench $((SECONDS - t0)) "${why:-exit code $rc; $ours values of ours in medians.tsv}" "$log"
     fi
     group_done bench $t0
+fi
+
+# ------------------------------------------------------------------
+# 9. the Debian package (tests/package.sh, root only: build, install,
+#    ompi_info and the demo with no component path, remove, purge; last,
+#    because while it is installed Debian's btl/ofi is diverted)
+# ------------------------------------------------------------------
+if wanted package; then
+    t0=$SECONDS
+    log=$logdir/package.log
+    if ((EUID != 0)); then
+        fail package 0 "tests/package.sh installs a package system-wide: run the suite as root (CI does), or leave package out of TESTS"
+    else
+        BTL_OFI_LOG_DIR=$logdir timeout -k 30 900 bash "$here/package.sh" </dev/null >"$log" 2>&1
+        rc=$?
+        n=0
+        nfail=0
+        while IFS= read -r line; do
+            if [[ $line =~ ^PASS\ (package\ [a-z]+)\ \(([0-9]+)s\)\ --\ (.*)$ ]]; then
+                pass "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"
+                n=$((n + 1))
+            elif [[ $line =~ ^FAIL\ (package\ [a-z]+)\ \(([0-9]+)s\):\ (.*)$ ]]; then
+                fail "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}" "$log"
+                n=$((n + 1))
+                nfail=$((nfail + 1))
+            fi
+        done <"$log"
+        if ((n == 0 || (rc != 0 && nfail == 0))); then
+            fail package $((SECONDS - t0)) "tests/package.sh ended with exit code $rc and no verdict" "$log"
+        fi
+        grep '^ompi_info ' "$log"
+    fi
+    group_done package $t0
 fi
 
 finish
