@@ -12,12 +12,12 @@
 #     the test checks which provider our component selected;
 #  4b. twosided: the cases of tests/twosided/run.sh (pml ob1 over btl
 #     ofi,self only: ping-pong with each protocol forced, unexpected-message
-#     flood, collectives, matching/probe/cancel, one- and two-sided mixed,
-#     back-to-back jobs), one PASS/FAIL line each;
+#     flood, collectives, matching/probe/cancel, one- and two-sided mixed),
+#     one PASS/FAIL line each;
 #  4c. faults: the cases of tests/faults/run.sh (a peer SIGKILLed in a
 #     passive-target epoch and in a two-sided flood, registration exposure
 #     through the BTL API, injected provider failures, MCA fuzz, ASan,
-#     memcheck, back-to-back jobs; about 12 minutes), one line each;
+#     memcheck, back-to-back jobs; about 10 minutes), one line each;
 #  4d. hosts: the cases of tests/hosts/run.sh on 2 simulated hosts (network
 #     namespaces with their own hostname, pid namespace, /proc and
 #     /dev/shm) x 2 ranks, tcp;ofi_rxm, sockets and udp;ofi_rxd: putget,
@@ -30,7 +30,7 @@
 #     (every provider x 3 (contexts, threads) pairs; BTL_OFI_FULL=1: the
 #     whole N=1,2,4 x T=1,2,4,8 matrix; see that script);
 #  7. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
-#     4.1 source with scripts/check-in-tree.sh (one test; about 10 minutes);
+#     4.1 source with scripts/check-in-tree.sh (one test; about 3 minutes);
 #  8. bench: the benchmark comparison's smoke, QUICK=1 bench/compare.sh (shm,
 #     3 sizes, every contender once; about a minute), so that the harness
 #     cannot rot; one PASS/FAIL line. Timings are never asserted.
@@ -52,11 +52,13 @@
 #   BTL_OFI_PREFIX                         install prefix (default <repo>/_install)
 #   BTL_OFI_INTREE_TIMEOUT=1800            seconds for the in-tree build check
 #   BTL_OFI_FULL=1                         the full matrices instead of the
-#                                          default cut: 200 back-to-back jobs
-#                                          (default 30), every threads
-#                                          (contexts x threads) pair (default
-#                                          3 per provider), helgrind on every
-#                                          provider (about 25 minutes more)
+#                                          default cut (README, "Tests"):
+#                                          back-to-back jobs, threads pairs,
+#                                          helgrind, fuzz, ASan and memcheck
+#                                          on every provider, 64 MiB on rxd,
+#                                          every host fault, libopen-pal in
+#                                          the in-tree build (about an hour
+#                                          more)
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -67,13 +67,17 @@
 #                     btl ofi,vader,self the job runs to "OK workload".
 #                     Each run 60 s at most.
 #   fuzz:PROV         every MCA parameter of btl/ofi (ompi_info --param btl
-#                     ofi --level 9) set in turn to a random string, -1, 0,
-#                     99999999999999999999 and 2147483648 for tests/bin/hello
-#                     on 2 ranks (timeout 60 s each): the job must run
-#                     normally, or stop with a message naming the parameter
-#                     (for provider_include/_exclude: "no usable libfabric
-#                     provider"); never a signal, never a hang. About 155
-#                     jobs, 2 minutes.
+#                     ofi --level 9) set in turn to values of trouble for
+#                     its type, for tests/bin/hello on 2 ranks (timeout 60 s
+#                     each): integers -1, 0 and one past the type's range
+#                     (2147483648, 4294967296 or 99999999999999999999),
+#                     strings and booleans a random string; with the full
+#                     matrix every parameter gets all of a random string,
+#                     -1, 0, 99999999999999999999 and 2147483648. The job
+#                     must run normally, or stop with a message naming the
+#                     parameter (for provider_include/_exclude: "no usable
+#                     libfabric provider"); never a signal, never a hang.
+#                     About 100 jobs, 2 minutes (full: 190, 4 minutes).
 #   asan:PROV         tests/faults/asan-build.sh builds the component with
 #                     AddressSanitizer into a temporary prefix; putget and
 #                     pingpong (-max 1m -vmax 64k) run on 2 ranks with
@@ -92,11 +96,13 @@
 #                     2 ranks, about 0.8 s each); every one must pass.
 #
 # Default list: every provider: death rma and msg, regexpose, inject (7
-# calls), jobs (BTL_OFI_FAULT_JOBS each, default 30); fuzz:shm, asan:shm,
-# memcheck:shm, memcheck:sockets: 47 cases, 11 min 46 s on 2 cores shared
-# with other jobs (a death case that fails takes 37 s, one that passes 6 s).
-# BTL_OFI_FAULTS_FULL=1 adds fuzz and asan on every other provider and
-# memcheck on tcp;ofi_rxm and udp;ofi_rxd (about 8 minutes more).
+# calls), jobs (BTL_OFI_FAULT_JOBS each, default 20); fuzz:shm, asan:shm,
+# memcheck:shm, memcheck:sockets: 47 cases, about 9 minutes on 2 cores
+# (a death case that fails takes 37 s, one that passes 6 s).
+# BTL_OFI_FAULTS_FULL=1 (or BTL_OFI_FULL=1) adds fuzz and asan on every
+# other provider and memcheck on tcp;ofi_rxm and udp;ofi_rxd, fuzzes every
+# parameter with all five values and runs 100 jobs per provider (about 15
+# minutes more).
 # tests/faults/endurance.sh (1000 jobs per provider) and
 # tests/faults/soak.sh (random checked traffic for N minutes) are run by
 # hand.
@@ -108,8 +114,8 @@
 # result line says how many were repeated.
 #
 # Environment: PROVIDERS, BTL_OFI_ALLOW_SKIP, BTL_OFI_PREFIX (through
-# scripts/ofirun), BTL_OFI_FAULT_JOBS (jobs per jobs case, default 30),
-# BTL_OFI_FAULTS_FULL=1, BTL_OFI_TEST_TIMEOUT (seconds per run of asan,
+# scripts/ofirun), BTL_OFI_FAULT_JOBS (jobs per jobs case, default 20),
+# BTL_OFI_FAULTS_FULL=1 or BTL_OFI_FULL=1, BTL_OFI_TEST_TIMEOUT (seconds per run of asan,
 # memcheck and jobs, default 300), BTL_OFI_KEEP_WORK=1 (keep the temporary
 # ASan build and valgrind logs of a failed asan or memcheck case).
 set -uo pipefail
@@ -123,8 +129,14 @@ ofirun=$repo/scripts/ofirun
 
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
-njobs=${BTL_OFI_FAULT_JOBS:-30}
-full=${BTL_OFI_FAULTS_FULL:-0}
+full=${BTL_OFI_FAULTS_FULL:-${BTL_OFI_FULL:-0}}
+if [[ $full == 1 ]]; then
+    njobs=${BTL_OFI_FAULT_JOBS:-100}
+else
+    # start-up and teardown races show within the first jobs: 1000 per
+    # provider (endurance.sh) found nothing 20 did not
+    njobs=${BTL_OFI_FAULT_JOBS:-20}
+fi
 inject_calls="getinfo mr_reg write read atomic send cq"
 # seconds a job may take to end after its rank was killed
 death_limit=30
@@ -652,18 +664,31 @@ run_fuzz() { # label prov log t0
     local label=$1 prov=$2 log=$3 t0=$4
     local params p v rc flog attempt nrun=0 nstop=0 nlost=0 crash
     local -a fails=() stops=()
-    params=$(OMPI_MCA_mca_base_component_path=$("$ofirun" --component-path) \
-        ompi_info --param btl ofi --level 9 --parsable 2>>"$log" |
-        sed -n 's/^mca:btl:ofi:param:\([a-z0-9_]*\):value:.*/\1/p' | sort -u)
+    local info
+    info=$(OMPI_MCA_mca_base_component_path=$("$ofirun" --component-path) \
+        ompi_info --param btl ofi --level 9 --parsable 2>>"$log")
+    params=$(sed -n 's/^mca:btl:ofi:param:\([a-z0-9_]*\):value:.*/\1/p' <<<"$info" | sort -u)
     if [[ -z $params ]] || ! grep -q '^btl_ofi_provider_include$' <<<"$params"; then
         report FAIL "$label" $((SECONDS - t0)) "ompi_info lists no parameter of our btl/ofi" "$log"
         return
     fi
     echo "parameters: $(echo $params)" >>"$log"
-    local nparams
+    local nparams nvals=0 type
     nparams=$(wc -l <<<"$params")
     for p in $params; do
-        local -a vals=("$(fuzz_string)" -1 0 99999999999999999999 2147483648)
+        local -a vals
+        type=$(sed -n "s/^mca:btl:ofi:param:$p:type://p" <<<"$info")
+        if [[ $full == 1 ]]; then
+            vals=("$(fuzz_string)" -1 0 99999999999999999999 2147483648)
+        else
+            case $type in
+            int) vals=(-1 0 2147483648) ;;
+            unsigned_int) vals=(-1 0 4294967296) ;;
+            size_t | unsigned_long | unsigned_long_long | long) vals=(-1 0 99999999999999999999) ;;
+            *) vals=("$(fuzz_string)") ;;
+            esac
+        fi
+        nvals=$((nvals + ${#vals[@]}))
         for v in "${vals[@]}"; do
             local -a sel=(--mca btl_ofi_provider_include "$prov")
             # the provider lists themselves are fuzzed alone
@@ -704,9 +729,9 @@ run_fuzz() { # label prov log t0
         done
     done
     if ((${#fails[@]})); then
-        report FAIL "$label" $((SECONDS - t0)) "${#fails[@]} of $((nparams * 5)) runs: $(printf '%s; ' "${fails[@]}" | sed 's/; $//')" "$log"
+        report FAIL "$label" $((SECONDS - t0)) "${#fails[@]} of $nvals runs: $(printf '%s; ' "${fails[@]}" | sed 's/; $//')" "$log"
     else
-        report PASS "$label" $((SECONDS - t0)) "$nparams parameters x 5 values: $nrun runs ran normally, $nstop stopped with a message naming the parameter ($(printf '%s ' "${stops[@]}" | sed 's/ $//'))$( ((nlost)) && echo "; $nlost run(s) repeated: Open MPI lost the message")"
+        report PASS "$label" $((SECONDS - t0)) "$nparams parameters, $nvals values: $nrun runs ran normally, $nstop stopped with a message naming the parameter ($(printf '%s ' "${stops[@]}" | sed 's/ $//'))$( ((nlost)) && echo "; $nlost run(s) repeated: Open MPI lost the message")"
     fi
 }
 
