@@ -136,6 +136,9 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t send_bytes;
     uint64_t recv_count;
     uint64_t recv_bytes;
+    /* atomics applied to our own memory (no provider, no context lock
+     * held): counted with mca_btl_ofi_add64, added to atomic_count */
+    volatile int64_t atomic_local_count;
 } mca_btl_ofi_counters_t;
 
 /**
@@ -216,39 +219,6 @@ struct mca_btl_base_endpoint_t {
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
-
-/** Count operations posted (n > 0) or completed (n < 0) on a context, for
- * one peer: flush and drain wait on the first, a lost peer is judged by
- * the second. */
-static inline void mca_btl_ofi_inflight(mca_btl_ofi_context_t *context,
-                                        struct mca_btl_base_endpoint_t *endpoint, int64_t n)
-{
-    (void) opal_atomic_fetch_add_64(&context->outstanding, n);
-    if (n > 0) {
-        (void) opal_atomic_fetch_add_64(&endpoint->posted, n);
-    } else {
-        (void) opal_atomic_fetch_add_64(&endpoint->completed, -n);
-    }
-}
-
-/** The same for a message. */
-static inline void mca_btl_ofi_send_inflight(mca_btl_ofi_context_t *context,
-                                             struct mca_btl_base_endpoint_t *endpoint, int64_t n)
-{
-    (void) opal_atomic_fetch_add_64(&context->sends_outstanding, n);
-    if (n > 0) {
-        (void) opal_atomic_fetch_add_64(&endpoint->posted, n);
-    } else {
-        (void) opal_atomic_fetch_add_64(&endpoint->completed, -n);
-    }
-}
-
-/** Operations of any kind in flight on a context (the transmit queue's
- * occupancy). */
-static inline int64_t mca_btl_ofi_tx_busy(const mca_btl_ofi_context_t *context)
-{
-    return context->outstanding + context->sends_outstanding;
-}
 
 typedef struct mca_btl_ofi_module_t {
     mca_btl_base_module_t super;
@@ -337,7 +307,9 @@ typedef struct mca_btl_ofi_component_t {
     int verbose;
     int emulate_atomics;
     char *version;
+#if MCA_BTL_OFI_FAULT_INJECTION
     char *inject_fault;
+#endif
 
     bool progress_thread;
     int progress_thread_interval; /* microseconds between passes */
@@ -353,6 +325,45 @@ typedef struct mca_btl_ofi_component_t {
 
 OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
 extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
+
+/** Add to a counter that several threads may update. A locked
+ * instruction only when more than one thread can run in the component
+ * (MPI threads or our progress thread: the choice made once at init, as
+ * MCA_BTL_OFI_LOCK does); a plain add otherwise, which is most of the cost
+ * of an operation's bookkeeping saved. */
+static inline void mca_btl_ofi_add64(volatile int64_t *counter, int64_t n)
+{
+    if (mca_btl_ofi_component.locking) {
+        (void) opal_atomic_fetch_add_64(counter, n);
+    } else {
+        *counter += n;
+    }
+}
+
+/** Count operations posted (n > 0) or completed (n < 0) on a context, for
+ * one peer: flush and drain wait on the first, a lost peer is judged by
+ * the second. */
+static inline void mca_btl_ofi_inflight(mca_btl_ofi_context_t *context,
+                                        struct mca_btl_base_endpoint_t *endpoint, int64_t n)
+{
+    mca_btl_ofi_add64(&context->outstanding, n);
+    mca_btl_ofi_add64(n > 0 ? &endpoint->posted : &endpoint->completed, n > 0 ? n : -n);
+}
+
+/** The same for a message. */
+static inline void mca_btl_ofi_send_inflight(mca_btl_ofi_context_t *context,
+                                             struct mca_btl_base_endpoint_t *endpoint, int64_t n)
+{
+    mca_btl_ofi_add64(&context->sends_outstanding, n);
+    mca_btl_ofi_add64(n > 0 ? &endpoint->posted : &endpoint->completed, n > 0 ? n : -n);
+}
+
+/** Operations of any kind in flight on a context (the transmit queue's
+ * occupancy). */
+static inline int64_t mca_btl_ofi_tx_busy(const mca_btl_ofi_context_t *context)
+{
+    return context->outstanding + context->sends_outstanding;
+}
 
 /* Provider defects we work around, found by testing libfabric 1.17. */
 enum {
@@ -412,7 +423,9 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
 
 /* Test-only fault injection (btl_ofi_inject_fault "CALL@N,..."): the Nth
  * call of CALL fails with -FI_EIO, or for CQ the Nth completion is turned
- * into an error. Off, it costs one predictable branch on a global. */
+ * into an error. Built only with --enable-fault-injection (in tree:
+ * --enable-btl-ofi-fault-injection), as the test suite builds; otherwise
+ * every test of it is the constant false and the compiler removes it. */
 enum {
     MCA_BTL_OFI_FAULT_GETINFO,
     MCA_BTL_OFI_FAULT_MR_REG,
@@ -423,9 +436,14 @@ enum {
     MCA_BTL_OFI_FAULT_CQ,
     MCA_BTL_OFI_FAULT_MAX
 };
+#if MCA_BTL_OFI_FAULT_INJECTION
 extern bool mca_btl_ofi_fault_armed;
 bool mca_btl_ofi_fault_hit(int call);
 #define MCA_BTL_OFI_FAULT(call) (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && mca_btl_ofi_fault_hit(call))
+#else
+#define mca_btl_ofi_fault_armed false
+#define MCA_BTL_OFI_FAULT(call) false
+#endif
 
 /* Locks of contexts and of the module's tables: real when several threads
  * may enter the component (MPI_THREAD_MULTIPLE, or our progress thread),

@@ -243,9 +243,7 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module,
     if (NULL != result) {
         mca_btl_ofi_store_result(result, old, narrow);
     }
-    MCA_BTL_OFI_LOCK(&context->lock);
-    context->counters.atomic_count++;
-    MCA_BTL_OFI_UNLOCK(&context->lock);
+    mca_btl_ofi_add64(&context->counters.atomic_local_count, 1);
     if (NULL != cbfunc) {
         cbfunc(&module->super, endpoint, result, result_handle, cbcontext, cbdata, OPAL_SUCCESS);
     }
@@ -296,10 +294,11 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
     req.compare = compare;
     memcpy(&req.origin, &OPAL_PROC_MY_NAME, sizeof(req.origin));
 
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
-    rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req));
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req),
+                                &context->counters.atomic_count);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        (void) mca_btl_ofi_inflight(context, endpoint, -1);
+        mca_btl_ofi_inflight(context, endpoint, -1);
         MCA_BTL_OFI_LOCK(&module->lock);
         (void) opal_hash_table_remove_value_uint64(&module->amo_pending, req.req_id);
         MCA_BTL_OFI_UNLOCK(&module->lock);
@@ -309,9 +308,6 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
         }
         return rc;
     }
-    MCA_BTL_OFI_LOCK(&context->lock);
-    context->counters.atomic_count++;
-    MCA_BTL_OFI_UNLOCK(&context->lock);
     return OPAL_SUCCESS;
 }
 
@@ -396,6 +392,83 @@ void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, siz
     mca_btl_ofi_completion_finish(comp, resp->hdr.status);
 }
 
+/*
+ * One path for every network atomic: a non-fetching op is a fetching one
+ * without a result, a compare-swap one with a second operand. Targets we
+ * address directly (no remote handle) are applied here with processor
+ * atomics; providers whose atomics we cannot use get a message instead.
+ */
+static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
+                                    mca_btl_base_endpoint_t *endpoint, void *result,
+                                    uint64_t remote_address,
+                                    mca_btl_base_registration_handle_t *result_handle,
+                                    mca_btl_base_registration_handle_t *remote_handle,
+                                    mca_btl_base_atomic_op_t op, uint64_t operand,
+                                    uint64_t compare, bool is_cswap, int flags,
+                                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                    void *cbdata)
+{
+    mca_btl_ofi_context_t *context;
+    mca_btl_ofi_completion_t *comp;
+    enum fi_datatype dt = mca_btl_ofi_datatype(op, flags);
+    fi_addr_t peer;
+    uint64_t raddr, key;
+    void *desc;
+    ssize_t rc;
+
+    if (OPAL_UNLIKELY(NULL == remote_handle)) {
+        return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, compare,
+                                        is_cswap, flags, result, result_handle, cbfunc,
+                                        cbcontext, cbdata);
+    }
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
+    if (module->amo_emulated) {
+        return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
+                                       remote_handle, op, operand, compare, is_cswap, flags,
+                                       cbfunc, cbcontext, cbdata);
+    }
+
+    context = mca_btl_ofi_context_get(module);
+    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, result, result_handle,
+                                        cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
+    mca_btl_ofi_store_operand(&comp->operand[1], compare, flags);
+    peer = endpoint->addrs[context->index];
+    raddr = mca_btl_ofi_remote_addr(module, remote_address, remote_handle);
+    key = mca_btl_ofi_rkey(endpoint, remote_handle);
+    desc = mca_btl_ofi_local_desc(result_handle);
+
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC)) {
+        rc = -FI_EIO;
+    } else if (is_cswap) {
+        rc = fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
+                               result, desc, peer, raddr, key, dt, FI_CSWAP, &comp->op.ofi_ctx);
+    } else if (NULL != result) {
+        rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, result, desc, peer, raddr,
+                             key, dt, (enum fi_op)(mca_btl_ofi_op_map[op] - 1),
+                             &comp->op.ofi_ctx);
+    } else {
+        rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, peer, raddr, key, dt,
+                       (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
+    }
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.atomic_count++;
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+
+    return mca_btl_ofi_post_result(context, comp, rc,
+                                   is_cswap          ? "fi_compare_atomic"
+                                   : NULL != result ? "fi_fetch_atomic"
+                                                    : "fi_atomic");
+}
+
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      mca_btl_base_registration_handle_t *local_handle,
@@ -404,49 +477,14 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_context_t *context;
-    mca_btl_ofi_completion_t *comp;
-    ssize_t rc;
     (void) order;
 
-    if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST == op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
+    if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST <= op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, 0, false,
-                                        flags, local_address, local_handle, cbfunc, cbcontext,
-                                        cbdata);
-    }
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
-    }
-    if (module->amo_emulated) {
-        return mca_btl_ofi_amo_request(module, endpoint, local_address, remote_address,
-                                       local_handle, remote_handle, op, operand, 0, false, flags,
-                                       cbfunc, cbcontext, cbdata);
-    }
-
-    context = mca_btl_ofi_context_get(module);
-    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
-                                        cbfunc, cbcontext, cbdata);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
-
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, local_address,
-                         mca_btl_ofi_local_desc(local_handle), endpoint->addrs[context->index],
-                         mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                         mca_btl_ofi_rkey(endpoint, remote_handle), mca_btl_ofi_datatype(op, flags),
-                         (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.atomic_count++;
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-
-    return mca_btl_ofi_post_result(context, comp, rc, "fi_fetch_atomic");
+    return mca_btl_ofi_atomic_start(module, endpoint, local_address, remote_address,
+                                    local_handle, remote_handle, op, operand, 0, false, flags,
+                                    cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -455,46 +493,13 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_context_t *context;
-    mca_btl_ofi_completion_t *comp;
-    ssize_t rc;
     (void) order;
 
-    if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST == op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
+    if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST <= op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, 0, false,
-                                        flags, NULL, NULL, cbfunc, cbcontext, cbdata);
-    }
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
-    }
-    if (module->amo_emulated) {
-        return mca_btl_ofi_amo_request(module, endpoint, NULL, remote_address, NULL, remote_handle,
-                                       op, operand, 0, false, flags, cbfunc, cbcontext, cbdata);
-    }
-
-    context = mca_btl_ofi_context_get(module);
-    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, NULL, NULL, cbfunc, cbcontext,
-                                        cbdata);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
-
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_atomic(context->tx, &comp->operand[0], 1, NULL, endpoint->addrs[context->index],
-                   mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                   mca_btl_ofi_rkey(endpoint, remote_handle), mca_btl_ofi_datatype(op, flags),
-                   (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.atomic_count++;
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-
-    return mca_btl_ofi_post_result(context, comp, rc, "fi_atomic");
+    return mca_btl_ofi_atomic_start(module, endpoint, NULL, remote_address, NULL, remote_handle,
+                                    op, operand, 0, false, flags, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -505,50 +510,12 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
                        mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_context_t *context;
-    mca_btl_ofi_completion_t *comp;
-    ssize_t rc;
     (void) order;
 
     if (OPAL_UNLIKELY(!mca_btl_ofi_atomic_ok(module, MCA_BTL_ATOMIC_LAST, flags))) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    if (OPAL_UNLIKELY(NULL == remote_handle)) {
-        return mca_btl_ofi_atomic_local(module, endpoint, MCA_BTL_ATOMIC_SWAP, remote_address,
-                                        value, compare, true, flags, local_address, local_handle,
-                                        cbfunc, cbcontext, cbdata);
-    }
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
-    }
-    if (module->amo_emulated) {
-        return mca_btl_ofi_amo_request(module, endpoint, local_address, remote_address,
-                                       local_handle, remote_handle, MCA_BTL_ATOMIC_SWAP, value,
-                                       compare, true, flags, cbfunc, cbcontext, cbdata);
-    }
-
-    context = mca_btl_ofi_context_get(module);
-    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
-                                        cbfunc, cbcontext, cbdata);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    mca_btl_ofi_store_operand(&comp->operand[0], value, flags);
-    mca_btl_ofi_store_operand(&comp->operand[1], compare, flags);
-
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC) ? -FI_EIO : fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
-                           local_address, mca_btl_ofi_local_desc(local_handle),
-                           endpoint->addrs[context->index],
-                           mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                           mca_btl_ofi_rkey(endpoint, remote_handle),
-                           (flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? FI_UINT32 : FI_UINT64, FI_CSWAP,
-                           &comp->op.ofi_ctx);
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.atomic_count++;
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-
-    return mca_btl_ofi_post_result(context, comp, rc, "fi_compare_atomic");
+    return mca_btl_ofi_atomic_start(module, endpoint, local_address, remote_address,
+                                    local_handle, remote_handle, MCA_BTL_ATOMIC_SWAP, value,
+                                    compare, true, flags, cbfunc, cbcontext, cbdata);
 }

@@ -102,7 +102,11 @@ static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value
             continue;
         }
         for (int i = 0; i < module->num_contexts; ++i) {
-            total += *(const uint64_t *) ((const char *) &module->contexts[i].counters + offset);
+            const mca_btl_ofi_counters_t *counters = &module->contexts[i].counters;
+            total += *(const uint64_t *) ((const char *) counters + offset);
+            if (offsetof(mca_btl_ofi_counters_t, atomic_count) == offset) {
+                total += (uint64_t) counters->atomic_local_count;
+            }
         }
     }
     *(unsigned long long *) value = total;
@@ -119,6 +123,7 @@ static void mca_btl_ofi_reg_counter(const char *name, const char *help, size_t o
 }
 
 /* ----------------------------------------------------- fault injection */
+#if MCA_BTL_OFI_FAULT_INJECTION
 
 static const char *const mca_btl_ofi_fault_names[MCA_BTL_OFI_FAULT_MAX] = {
     "getinfo", "mr_reg", "write", "read", "atomic", "send", "cq"};
@@ -175,6 +180,7 @@ static void mca_btl_ofi_fault_parse(const char *spec)
     }
     opal_argv_free(items);
 }
+#endif /* MCA_BTL_OFI_FAULT_INJECTION */
 
 static int mca_btl_ofi_component_register(void)
 {
@@ -362,6 +368,7 @@ static int mca_btl_ofi_component_register(void)
         &mca_btl_ofi_selected_provider, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
         MCA_BASE_VAR_SCOPE_CONSTANT);
 
+#if MCA_BTL_OFI_FAULT_INJECTION
     c->inject_fault = NULL;
     (void) mca_btl_ofi_reg_string(
         "inject_fault",
@@ -369,6 +376,7 @@ static int mca_btl_ofi_component_register(void)
         "(CALL: getinfo, mr_reg, write, read, atomic, send) or, for cq, the Nth completion is "
         "reported as an error. Empty (default): no fault",
         &c->inject_fault, OPAL_INFO_LVL_9, 0, MCA_BASE_VAR_SCOPE_READONLY);
+#endif
 
     mca_btl_ofi_reg_counter("put_count", "Put operations issued by this process",
                             offsetof(mca_btl_ofi_counters_t, put_count));
@@ -1035,7 +1043,9 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     *num_btl_modules = 0;
     mca_btl_ofi_check_params();
     c->locking = enable_mpi_threads || c->progress_thread;
+#if MCA_BTL_OFI_FAULT_INJECTION
     mca_btl_ofi_fault_parse(c->inject_fault);
+#endif
     if (NULL != c->if_include && NULL != c->if_exclude) {
         /* as btl/tcp: which one the user meant cannot be guessed */
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true, host,

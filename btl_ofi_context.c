@@ -387,6 +387,7 @@ static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op
     }
 }
 
+#if MCA_BTL_OFI_FAULT_INJECTION
 /* Fault injection (testing): turn the chosen completion into an error,
  * reported and delivered as a real one would be. A failed receive keeps
  * its buffer's reposting, so only the message is lost. */
@@ -412,6 +413,7 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
         }
     }
 }
+#endif
 
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 {
@@ -467,9 +469,11 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
+#if MCA_BTL_OFI_FAULT_INJECTION
     if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && count > 0) {
         mca_btl_ofi_fault_completions(context, entries, count);
     }
+#endif
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
         mca_btl_ofi_dispatch(context, entries[i].op_context, entries[i].flags, entries[i].len,
@@ -479,10 +483,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
                                  : OPAL_SUCCESS);
     }
     if (OPAL_UNLIKELY(msg_backlog)) {
-        mca_btl_ofi_msg_flush_pending(context);
+        mca_btl_ofi_backlog_msgs(context);
     }
     if (OPAL_UNLIKELY(rdma_backlog)) {
-        mca_btl_ofi_rdma_flush_parked(context);
+        mca_btl_ofi_backlog_rdma(context);
     }
     if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {
         MCA_BTL_OFI_REPORT("fi_cq_read", count);
@@ -546,7 +550,7 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
                                  e->buf);
     }
     if (nserve > 0 && (!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
-        mca_btl_ofi_msg_flush_pending(context);
+        mca_btl_ofi_backlog_msgs(context);
     }
 }
 
@@ -594,6 +598,18 @@ int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
                 return OPAL_ERR_OUT_OF_RESOURCE;
             }
         }
+    }
+    /* The thread serves emulated atomics itself: their replies take
+     * objects from Open MPI's free lists and retain endpoints, which are
+     * thread-safe only while opal_using_threads() is true. Under
+     * MPI_THREAD_SINGLE it is false, and the application's thread uses the
+     * same lists at the same time; so, as Open MPI's own failure detector
+     * does before it starts its thread, say that threads are in use. */
+    if (!opal_using_threads()) {
+        (void) opal_set_using_threads(true);
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "progress thread: Open MPI's lists and reference counts made "
+                            "thread-safe (the application asked for no threads)");
     }
     OBJ_CONSTRUCT(&module->progress_thread, opal_thread_t);
     module->progress_thread.t_run = mca_btl_ofi_progress_thread_main;

@@ -163,7 +163,7 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
          * (shm refuses sends while a large message to that peer is in
          * flight). */
         opal_list_append(&context->sendq, &frag->base.super.super);
-        (void) opal_atomic_fetch_add_64(&context->nqueued, 1);
+        mca_btl_ofi_add64(&context->nqueued, 1);
         rc = 0;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
@@ -182,35 +182,39 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     return OPAL_SUCCESS;
 }
 
-/* Post the fragments send() had to keep, in order, until the queue is full
- * again. A fragment the provider rejects for good completes with an error. */
-static void mca_btl_ofi_sendq_flush(mca_btl_ofi_context_t *context)
+/* Post the fragments send() had to keep, in order, under one hold of the
+ * lock, until the queue is full again (the backlog pattern of this
+ * component: see mca_btl_ofi_backlog_rdma). A fragment the provider
+ * rejects for good leaves the hold and completes with an error. */
+static void mca_btl_ofi_backlog_sends(mca_btl_ofi_context_t *context)
 {
-    mca_btl_ofi_frag_t *frag;
+    mca_btl_ofi_frag_t *frag = NULL;
     ssize_t rc;
 
     while (true) {
+        rc = -FI_EAGAIN;
         MCA_BTL_OFI_LOCK(&context->lock);
-        if (opal_list_is_empty(&context->sendq)) {
-            MCA_BTL_OFI_UNLOCK(&context->lock);
-            return;
-        }
-        frag = (mca_btl_ofi_frag_t *) opal_list_get_first(&context->sendq);
-        rc = mca_btl_ofi_frag_post(context, frag);
-        if (-FI_EAGAIN == rc) {
-            MCA_BTL_OFI_UNLOCK(&context->lock);
-            return;
-        }
-        (void) opal_list_remove_first(&context->sendq);
-        (void) opal_atomic_fetch_add_64(&context->nqueued, -1);
-        MCA_BTL_OFI_UNLOCK(&context->lock);
-        if (OPAL_UNLIKELY(0 != rc)) {
-            if (!mca_btl_ofi_endpoint_check(context->module, frag->endpoint)) {
-                MCA_BTL_OFI_REPORT("fi_send", rc);
+        while (!opal_list_is_empty(&context->sendq)) {
+            frag = (mca_btl_ofi_frag_t *) opal_list_get_first(&context->sendq);
+            rc = mca_btl_ofi_frag_post(context, frag);
+            if (-FI_EAGAIN == rc) {
+                break;
             }
-            mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
-            mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
+            (void) opal_list_remove_first(&context->sendq);
+            mca_btl_ofi_add64(&context->nqueued, -1);
+            if (OPAL_UNLIKELY(0 != rc)) {
+                break;
+            }
         }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+        if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
+            return;
+        }
+        if (!mca_btl_ofi_endpoint_check(context->module, frag->endpoint)) {
+            MCA_BTL_OFI_REPORT("fi_send", rc);
+        }
+        mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
+        mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     }
 }
 
@@ -484,79 +488,107 @@ void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_
     }
 }
 
-int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
-                           const void *msg, size_t len)
+/* Post one message of ours (an atomic's request or reply); the context
+ * lock is held. What the provider injects goes at once; a longer message
+ * is sent from a fragment of ours, released by its completion. Returns 0,
+ * -FI_EAGAIN with nothing posted (queue or fragments exhausted), or the
+ * provider's error. */
+static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
+                                           mca_btl_ofi_endpoint_t *endpoint, const void *msg,
+                                           size_t len)
 {
     mca_btl_ofi_module_t *module = context->module;
-    mca_btl_ofi_frag_t *frag = NULL;
+    fi_addr_t peer = endpoint->addrs[context->index];
+    mca_btl_ofi_frag_t *frag;
     ssize_t rc;
 
-    if (OPAL_UNLIKELY(len > module->inject_size)) {
-        /* too big to inject, or injection not trusted: send a copy */
-        frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
-        if (NULL == frag) {
-            return OPAL_ERR_OUT_OF_RESOURCE;
-        }
-        memcpy(frag->hdr, msg, len);
-        frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
-        frag->endpoint = endpoint;
-        frag->context = context;
-        mca_btl_ofi_send_inflight(context, endpoint, 1);
+    if (OPAL_LIKELY(len <= module->inject_size)) {
+        return MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO
+                                                          : fi_inject(context->tx, msg, len, peer);
     }
-
-    MCA_BTL_OFI_LOCK(&context->lock);
+    frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
     if (NULL == frag) {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_inject(context->tx, msg, len, endpoint->addrs[context->index]);
-    } else {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO : fi_send(context->tx, frag->hdr, len, NULL, endpoint->addrs[context->index],
-                     &frag->op.ofi_ctx);
+        return -FI_EAGAIN;
     }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (OPAL_LIKELY(0 == rc)) {
-        return OPAL_SUCCESS;
-    }
-    if (NULL != frag) {
+    memcpy(frag->hdr, msg, len);
+    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    frag->endpoint = endpoint;
+    frag->context = context;
+    mca_btl_ofi_send_inflight(context, endpoint, 1);
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
+             ? -FI_EIO
+             : fi_send(context->tx, frag->hdr, len, NULL, peer, &frag->op.ofi_ctx);
+    if (OPAL_UNLIKELY(0 != rc)) {
         mca_btl_ofi_send_inflight(context, endpoint, -1);
         opal_free_list_return(&module->frags, &frag->base.super);
     }
+    return rc;
+}
+
+/* What a refused message means for its caller; reported here, once. */
+static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context,
+                                   mca_btl_ofi_endpoint_t *endpoint, size_t len, ssize_t rc)
+{
     if (-FI_EAGAIN == rc) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+    if (mca_btl_ofi_endpoint_check(context->module, endpoint)) {
         return OPAL_ERR_UNREACH;
     }
-    MCA_BTL_OFI_REPORT(NULL == frag ? "fi_inject" : "fi_send", rc);
+    MCA_BTL_OFI_REPORT(len <= context->module->inject_size ? "fi_inject" : "fi_send", rc);
     return OPAL_ERROR;
+}
+
+int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
+                           const void *msg, size_t len, uint64_t *count)
+{
+    ssize_t rc;
+
+    MCA_BTL_OFI_LOCK(&context->lock);
+    rc = mca_btl_ofi_msg_post_locked(context, endpoint, msg, len);
+    if (OPAL_LIKELY(0 == rc) && NULL != count) {
+        ++*count;
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    return OPAL_LIKELY(0 == rc) ? OPAL_SUCCESS : mca_btl_ofi_msg_refused(context, endpoint, len, rc);
 }
 
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len)
 {
     mca_btl_ofi_pending_t *pending;
+    ssize_t rc = -FI_EAGAIN;
 
-    if (opal_list_is_empty(&context->pending)
-        && OPAL_ERR_OUT_OF_RESOURCE != mca_btl_ofi_msg_inject(context, endpoint, msg, len)) {
-        return;
-    }
-    /* keep replies in order behind those already waiting */
-    pending = OBJ_NEW(mca_btl_ofi_pending_t);
-    if (NULL == pending) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "out of memory queuing a reply");
-        return;
-    }
-    OBJ_RETAIN(endpoint);
-    pending->endpoint = endpoint;
-    pending->len = len;
-    memcpy(pending->msg.bytes, msg, len);
     MCA_BTL_OFI_LOCK(&context->lock);
-    opal_list_append(&context->pending, &pending->super);
+    /* replies already waiting go first */
+    if (opal_list_is_empty(&context->pending)) {
+        rc = mca_btl_ofi_msg_post_locked(context, endpoint, msg, len);
+    }
+    if (-FI_EAGAIN == rc) {
+        pending = OBJ_NEW(mca_btl_ofi_pending_t);
+        if (OPAL_UNLIKELY(NULL == pending)) {
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "out of memory queuing a reply");
+            return;
+        }
+        OBJ_RETAIN(endpoint);
+        pending->endpoint = endpoint;
+        pending->len = len;
+        memcpy(pending->msg.bytes, msg, len);
+        opal_list_append(&context->pending, &pending->super);
+    }
     MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (OPAL_UNLIKELY(0 != rc && -FI_EAGAIN != rc)) {
+        (void) mca_btl_ofi_msg_refused(context, endpoint, len, rc);
+    }
 }
 
-void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context)
+void mca_btl_ofi_backlog_msgs(mca_btl_ofi_context_t *context)
 {
     mca_btl_ofi_pending_t *pending;
     mca_btl_ofi_rdesc_t *parked;
+    opal_list_t done;
+    ssize_t rc;
 
     /* receive buffers first: without them no peer can make progress */
     MCA_BTL_OFI_LOCK(&context->lock);
@@ -569,26 +601,36 @@ void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context)
         parked = next;
     }
     if (OPAL_UNLIKELY(!opal_list_is_empty(&context->sendq))) {
-        mca_btl_ofi_sendq_flush(context);
+        mca_btl_ofi_backlog_sends(context);
+    }
+    if (opal_list_is_empty(&context->pending)) {
+        return;
     }
 
-    while (true) {
-        MCA_BTL_OFI_LOCK(&context->lock);
+    /* Parked replies, in order, under one hold of the lock: a reply is
+     * taken off the list in the same hold that posted it, so two threads
+     * progressing this context never send one twice. A refused one (not
+     * -FI_EAGAIN) is dropped and reported after the lock is let go. */
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    while (!opal_list_is_empty(&context->pending)) {
         pending = (mca_btl_ofi_pending_t *) opal_list_get_first(&context->pending);
-        if (pending == (mca_btl_ofi_pending_t *) opal_list_get_end(&context->pending)) {
-            MCA_BTL_OFI_UNLOCK(&context->lock);
-            return;
+        rc = mca_btl_ofi_msg_post_locked(context, pending->endpoint, pending->msg.bytes,
+                                         pending->len);
+        if (-FI_EAGAIN == rc) {
+            break;
         }
-        MCA_BTL_OFI_UNLOCK(&context->lock);
-        if (OPAL_ERR_OUT_OF_RESOURCE
-            == mca_btl_ofi_msg_inject(context, pending->endpoint, pending->msg.bytes,
-                                      pending->len)) {
-            return;
-        }
-        MCA_BTL_OFI_LOCK(&context->lock);
         opal_list_remove_item(&context->pending, &pending->super);
-        MCA_BTL_OFI_UNLOCK(&context->lock);
+        pending->rc = rc;
+        opal_list_append(&done, &pending->super);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    while (NULL != (pending = (mca_btl_ofi_pending_t *) opal_list_remove_first(&done))) {
+        if (OPAL_UNLIKELY(0 != pending->rc)) {
+            (void) mca_btl_ofi_msg_refused(context, pending->endpoint, pending->len, pending->rc);
+        }
         OBJ_RELEASE(pending->endpoint);
         OBJ_RELEASE(pending);
     }
+    OBJ_DESTRUCT(&done);
 }

@@ -75,6 +75,7 @@ typedef struct mca_btl_ofi_pending_t {
     opal_list_item_t super;
     mca_btl_ofi_endpoint_t *endpoint;
     size_t len;
+    ssize_t rc; /* what posting it gave, once taken off the list */
     union {
         mca_btl_ofi_amo_resp_t resp;
         char bytes[sizeof(mca_btl_ofi_amo_req_t)];
@@ -117,10 +118,13 @@ void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_
 bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
                                     const struct fi_cq_data_entry *entry);
 
-/* Send a small message by injection (no completion to wait for). Returns
- * OPAL_ERR_OUT_OF_RESOURCE when the queue is full. Takes the context lock. */
+/* Send a small message of ours (injected when the provider allows, else
+ * from a fragment) and, once posted, add one to *count (NULL: nothing) in
+ * the same hold of the context lock. Returns OPAL_ERR_OUT_OF_RESOURCE when
+ * the queue is full, OPAL_ERR_UNREACH for a peer found gone; any other
+ * failure is reported here. */
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
-                           const void *msg, size_t len);
+                           const void *msg, size_t len, uint64_t *count);
 
 /* Like mca_btl_ofi_msg_inject, but a full queue parks the message on the
  * context to be sent by a later progress call: for replies, which must
@@ -128,8 +132,10 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len);
 
-/* Retry parked replies and receive buffers; called from progress. */
-void mca_btl_ofi_msg_flush_pending(mca_btl_ofi_context_t *context);
+/* Retry what waits for queue room: receive buffers, then pml fragments,
+ * then replies (the backlog pattern of mca_btl_ofi_backlog_rdma); called
+ * from progress. */
+void mca_btl_ofi_backlog_msgs(mca_btl_ofi_context_t *context);
 
 END_C_DECLS
 

@@ -26,7 +26,7 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
 {
     mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
 
-    (void) mca_btl_ofi_inflight(context, endpoint, -1);
+    mca_btl_ofi_inflight(context, endpoint, -1);
     opal_free_list_return(&context->completions, &comp->super);
 
     if (-FI_EAGAIN == rc) {
@@ -96,34 +96,41 @@ static inline ssize_t mca_btl_ofi_rdma_start(mca_btl_ofi_context_t *context,
     return rc;
 }
 
-void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context)
+/* The backlog pattern (sends, messages and puts/gets alike): under one
+ * hold of the context lock, post what waits, in order, until the provider
+ * refuses again; an operation refused for good is taken off, the hold ends
+ * and it completes with an error (its callback may post: never under the
+ * lock), then the rest is tried again. */
+void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
 {
-    mca_btl_ofi_completion_t *comp;
+    mca_btl_ofi_completion_t *comp = NULL;
     ssize_t rc;
 
     while (true) {
+        rc = -FI_EAGAIN;
         MCA_BTL_OFI_LOCK(&context->lock);
-        if (opal_list_is_empty(&context->rdmaq)) {
-            MCA_BTL_OFI_UNLOCK(&context->lock);
-            return;
-        }
-        comp = (mca_btl_ofi_completion_t *) opal_list_get_first(&context->rdmaq);
-        rc = mca_btl_ofi_rdma_post(context, comp, comp->parked_kind, comp->parked_size,
-                                   comp->parked_raddr, comp->parked_key);
-        if (-FI_EAGAIN == rc) {
-            MCA_BTL_OFI_UNLOCK(&context->lock);
-            return;
-        }
-        (void) opal_list_remove_first(&context->rdmaq);
-        MCA_BTL_OFI_UNLOCK(&context->lock);
-        if (OPAL_UNLIKELY(0 != rc)) {
-            if (!mca_btl_ofi_endpoint_check(context->module, comp->endpoint)) {
-                MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write"
-                                                                               : "fi_read",
-                                   rc);
+        while (!opal_list_is_empty(&context->rdmaq)) {
+            comp = (mca_btl_ofi_completion_t *) opal_list_get_first(&context->rdmaq);
+            rc = mca_btl_ofi_rdma_post(context, comp, comp->parked_kind, comp->parked_size,
+                                       comp->parked_raddr, comp->parked_key);
+            if (-FI_EAGAIN == rc) {
+                break;
             }
-            mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
+            (void) opal_list_remove_first(&context->rdmaq);
+            if (OPAL_UNLIKELY(0 != rc)) {
+                break;
+            }
         }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+        if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
+            return;
+        }
+        if (!mca_btl_ofi_endpoint_check(context->module, comp->endpoint)) {
+            MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write"
+                                                                           : "fi_read",
+                               rc);
+        }
+        mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
     }
 }
 
@@ -238,11 +245,11 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     n = i;
     whole->parts_left = n;
     whole->parts_status = OPAL_SUCCESS;
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
+    mca_btl_ofi_inflight(context, endpoint, 1);
     for (i = 0; i < n; ++i) {
         ssize_t rc;
 
-        (void) mca_btl_ofi_inflight(ctxs[i], eps[i], 1);
+        mca_btl_ofi_inflight(ctxs[i], eps[i], 1);
         MCA_BTL_OFI_LOCK(&ctxs[i]->lock);
         rc = mca_btl_ofi_rdma_start(
             ctxs[i], parts[i], kind, lens[i],
@@ -259,29 +266,27 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     return OPAL_SUCCESS;
 }
 
-int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                    void *local_address, uint64_t remote_address,
-                    mca_btl_base_registration_handle_t *local_handle,
-                    mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
-                    int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                    void *cbdata)
+/* Put and get: one path, the kind picks fi_write or fi_read. */
+static inline int mca_btl_ofi_rdma(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                                   int kind, void *local_address, uint64_t remote_address,
+                                   mca_btl_base_registration_handle_t *local_handle,
+                                   mca_btl_base_registration_handle_t *remote_handle,
+                                   size_t size, mca_btl_base_rdma_completion_fn_t cbfunc,
+                                   void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
     mca_btl_ofi_completion_t *comp;
     ssize_t rc;
-    (void) flags;
-    (void) order;
 
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
     }
-
     if (OPAL_UNLIKELY(size >= mca_btl_ofi_component.rail_split_size
                       && mca_btl_ofi_component.num_modules > 1)) {
-        int ret = mca_btl_ofi_rdma_split(module, context, endpoint, MCA_BTL_OFI_PARKED_PUT,
-                                         local_address, remote_address, local_handle,
-                                         remote_handle, size, cbfunc, cbcontext, cbdata);
+        int ret = mca_btl_ofi_rdma_split(module, context, endpoint, kind, local_address,
+                                         remote_address, local_handle, remote_handle, size,
+                                         cbfunc, cbcontext, cbdata);
         if (OPAL_ERR_NOT_AVAILABLE != ret) {
             return ret;
         }
@@ -292,14 +297,28 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
 
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
+    mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_PUT, size,
+    rc = mca_btl_ofi_rdma_start(context, comp, kind, size,
                                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                                 mca_btl_ofi_rkey(endpoint, remote_handle));
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
-    return mca_btl_ofi_post_result(context, comp, rc, "fi_write");
+    return mca_btl_ofi_post_result(context, comp, rc,
+                                   MCA_BTL_OFI_PARKED_PUT == kind ? "fi_write" : "fi_read");
+}
+
+int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                    void *local_address, uint64_t remote_address,
+                    mca_btl_base_registration_handle_t *local_handle,
+                    mca_btl_base_registration_handle_t *remote_handle, size_t size, int flags,
+                    int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                    void *cbdata)
+{
+    (void) flags;
+    (void) order;
+    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_PARKED_PUT, local_address, remote_address,
+                            local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -309,38 +328,8 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
-    mca_btl_ofi_completion_t *comp;
-    ssize_t rc;
     (void) flags;
     (void) order;
-
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
-    }
-
-    if (OPAL_UNLIKELY(size >= mca_btl_ofi_component.rail_split_size
-                      && mca_btl_ofi_component.num_modules > 1)) {
-        int ret = mca_btl_ofi_rdma_split(module, context, endpoint, MCA_BTL_OFI_PARKED_GET,
-                                         local_address, remote_address, local_handle,
-                                         remote_handle, size, cbfunc, cbcontext, cbdata);
-        if (OPAL_ERR_NOT_AVAILABLE != ret) {
-            return ret;
-        }
-    }
-    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
-                                        cbfunc, cbcontext, cbdata);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-
-    (void) mca_btl_ofi_inflight(context, endpoint, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    rc = mca_btl_ofi_rdma_start(context, comp, MCA_BTL_OFI_PARKED_GET, size,
-                                mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                                mca_btl_ofi_rkey(endpoint, remote_handle));
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-
-    return mca_btl_ofi_post_result(context, comp, rc, "fi_read");
+    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_PARKED_GET, local_address, remote_address,
+                            local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }

@@ -96,7 +96,7 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
 enum { MCA_BTL_OFI_PARKED_PUT = 1, MCA_BTL_OFI_PARKED_GET = 2 };
 
 /** Post the puts and gets the provider refused earlier, in order. */
-void mca_btl_ofi_rdma_flush_parked(mca_btl_ofi_context_t *context);
+void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 
 /* the report names the line of the call that failed, not this helper's */
 #define mca_btl_ofi_post_result(context, comp, rc, call) \

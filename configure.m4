@@ -41,6 +41,14 @@ AC_DEFUN([MCA_opal_btl_ofi_CONFIG],[
     # Open MPI's own CFLAGS apply in tree; nothing extra here.
     btl_ofi_CFLAGS=
 
+    # The test-only fault switch (btl_ofi_inject_fault) is left out unless
+    # asked for, as in the stand-alone build (--enable-fault-injection there).
+    AC_ARG_ENABLE([btl-ofi-fault-injection],
+        [AS_HELP_STRING([--enable-btl-ofi-fault-injection],
+            [TESTING ONLY: build btl/ofi's btl_ofi_inject_fault parameter (default: no)])])
+    AS_IF([test "$enable_btl_ofi_fault_injection" = "yes"],
+          [btl_ofi_CPPFLAGS="$btl_ofi_CPPFLAGS -DMCA_BTL_OFI_FAULT_INJECTION=1"])
+
     AC_SUBST([btl_ofi_CPPFLAGS])
     AC_SUBST([btl_ofi_CFLAGS])
     AC_SUBST([btl_ofi_LDFLAGS])

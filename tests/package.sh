@@ -100,15 +100,20 @@ mpicc -O2 -o "$logdir/osc_demo" "$repo/examples/osc_demo.c" >"$logdir/demo.log" 
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl ofi,self \
     --mca osc rdma --mca btl_ofi_provider_include shm "$logdir/osc_demo" >>"$logdir/demo.log" 2>&1
 rc=$?
+# a production build: the test-only fault switch is not in it
+switch=$(ompi_info --param btl ofi --level 9 --parsable 2>/dev/null | grep -c 'btl_ofi_inject_fault')
+traces=$(strings "$comp" 2>/dev/null | grep -c 'inject_fault\|injecting a failure')
 if [[ $with != *"Component v$ours)"* ]]; then
     step FAIL install $t0 "ompi_info lists '$with', not our v$ours"
+elif ((switch > 0 || traces > 0)); then
+    step FAIL install $t0 "the package carries the test-only fault switch (ompi_info: $switch parameter line(s), $traces string(s) in $comp): debian/rules must not configure --enable-fault-injection"
 elif [[ $divert != *"by $pkg"* ]]; then
     step FAIL install $t0 "no diversion of $comp by $pkg: '$divert'"
 elif ((rc != 0)) || ! grep -q "^verified: 0 wrong byte(s) or count(s)" "$logdir/demo.log" ||
     ! grep -q "0\.1\.0\|v$ours" "$logdir/demo.log"; then
     step FAIL install $t0 "the demo with plain mpirun failed (exit code $rc): $(tail -n 3 "$logdir/demo.log" | paste -sd ' ' -)"
 else
-    step PASS install $t0 "ompi_info: '$with' with no component path set; $divert; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
+    step PASS install $t0 "ompi_info: '$with' with no component path set; $divert; no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
 fi
 
 # 4. removed

@@ -2,7 +2,8 @@
 #
 # THE test command of btl/ofi:   bash tests/run.sh
 #
-#  1. builds and installs the component with scripts/build.sh (which also
+#  1. builds and installs the component with scripts/build.sh, configured
+#     with --enable-fault-injection for the faults cases (scripts/build.sh also
 #     installs missing Debian packages when run as root);
 #  2. compiles the MPI test programs (mpicc -O2 -Wall) into tests/bin/;
 #  3. checks that ompi_info, through the component path scripts/ofirun uses,
@@ -162,8 +163,11 @@ if [[ ${BTL_OFI_SKIP_BUILD:-0} == 1 ]]; then
         finish
     fi
 else
-    if "$repo/scripts/build.sh" >"$logdir/build.log" 2>&1; then
-        pass build $((SECONDS - t0)) "scripts/build.sh"
+    # the faults cases need the test-only fault switch (btl_ofi_inject_fault),
+    # which a production build leaves out
+    if BTL_OFI_CONFIGURE_ARGS="--enable-fault-injection ${BTL_OFI_CONFIGURE_ARGS:-}" \
+        "$repo/scripts/build.sh" >"$logdir/build.log" 2>&1; then
+        pass build $((SECONDS - t0)) "scripts/build.sh (configure --enable-fault-injection)"
     else
         fail build $((SECONDS - t0)) "scripts/build.sh failed" "$logdir/build.log"
         finish
