@@ -34,6 +34,9 @@
  * applications ask for, so the component's thread must be safe without MPI
  * threads) or MPI_THREAD_MULTIPLE.
  */
+#include <stdbool.h>
+/* libopen-pal's switch behind opal_using_threads() (opal/threads/thread_usage.h) */
+extern bool opal_uses_threads;
 #include "mt_util.h"
 
 #define SLOT 1024
@@ -101,6 +104,18 @@ int main(int argc, char **argv)
     }
     if (crc != 0) {
         on = 0;
+    }
+    if (on) {
+        /* The progress thread serves emulated atomics beside the
+         * application's thread, both taking objects from Open MPI's free
+         * lists and retaining endpoints: those are thread-safe only while
+         * opal_using_threads() is true, which MPI_THREAD_SINGLE leaves
+         * false unless the component says threads are in use. */
+        CHECK(opal_uses_threads,
+              "btl_ofi_progress_thread is on but opal_using_threads() is false: Open MPI's "
+              "free lists and reference counts are not thread-safe against the progress thread");
+        tc_say("progress: opal_using_threads() is true (the progress thread made Open MPI's "
+               "lists thread-safe)");
     }
 
     /* slots 0..rounds (the last one for the warm-up), then the counter */

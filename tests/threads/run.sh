@@ -35,7 +35,8 @@
 #             (BTL_OFI_THREADS_FULL=1 or BTL_OFI_FULL=1: N=1,2,4 x
 #             T=1,2,4,8, 48 cases, 186 s)
 #   progress  every provider: on-single, on-multiple, off
-#   helgrind  shm: mt with N=2, progress thread; udp;ofi_rxd: mt with N=1
+#   helgrind  shm: mt with N=2, progress thread; udp;ofi_rxd: mt with N=1,
+#             progress thread
 # BTL_OFI_THREADS_FULL=1 (or BTL_OFI_FULL=1): the whole threads matrix and
 #   helgrind on every provider: mt with N=1 and 2, progress thread.
 #
@@ -96,8 +97,10 @@ list_group() {
                 echo "helgrind:$p:2"
                 echo "helgrind:$p:pt"
             elif [[ $prov == "udp;ofi_rxd" ]]; then
-                # messages for every atomic: the busiest receive path
+                # messages for every atomic: the busiest receive path; with
+                # the progress thread, which serves them itself
                 echo "helgrind:$p:1"
+                echo "helgrind:$p:pt"
             fi
             ;;
         esac
@@ -126,7 +129,8 @@ source "$tests/lib.sh"
 runner_help "$0" "$@"
 
 compile() { # prog: build tests/bin/prog from tests/threads/prog.c when stale
-    build "$1" "$here/$1.c" "$here/mt_util.h" -pthread
+    # (progress reads libopen-pal's opal_uses_threads)
+    build "$1" "$here/$1.c" "$here/mt_util.h" -pthread $([[ $1 == progress ]] && echo -lopen-pal)
 }
 
 # ------------------------------------------------------------------ one case
