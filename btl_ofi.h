@@ -474,6 +474,17 @@ int mca_btl_ofi_endpoint_refuse(struct mca_btl_ofi_module_t *module,
 bool mca_btl_ofi_endpoint_check(struct mca_btl_ofi_module_t *module,
                                 mca_btl_ofi_endpoint_t *endpoint);
 
+/** A post the provider refused, for its caller: -FI_EAGAIN is
+ * OPAL_ERR_OUT_OF_RESOURCE (try again); a peer found gone is reported as
+ * such, the real cause, and gives OPAL_ERR_UNREACH; anything else is
+ * reported once with the call's name and fi_strerror and gives OPAL_ERROR.
+ * The one place that judges a failed post. */
+int mca_btl_ofi_post_refused_at(struct mca_btl_ofi_module_t *module,
+                                mca_btl_ofi_endpoint_t *endpoint, const char *call, ssize_t rc,
+                                const char *file, int line);
+#define mca_btl_ofi_post_refused(module, endpoint, call, rc) \
+    mca_btl_ofi_post_refused_at(module, endpoint, call, rc, __FILE__, __LINE__)
+
 /** Report a failed libfabric call once, with its name and fi_strerror. */
 #define MCA_BTL_OFI_REPORT_AT(call, rc, file, line)                                      \
     opal_show_help(MCA_BTL_OFI_HELP_FILE, "fi call failed", true, opal_process_info.nodename, \

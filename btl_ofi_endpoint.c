@@ -250,6 +250,19 @@ bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module)
     return true;
 }
 
+int mca_btl_ofi_post_refused_at(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                const char *call, ssize_t rc, const char *file, int line)
+{
+    if (-FI_EAGAIN == rc) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+        return OPAL_ERR_UNREACH;
+    }
+    MCA_BTL_OFI_REPORT_AT(call, rc, file, line);
+    return OPAL_ERROR;
+}
+
 int mca_btl_ofi_endpoint_refuse(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
     (void) mca_btl_ofi_endpoint_check(module, endpoint); /* dead: reports it once */

@@ -170,10 +170,9 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
-    if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+    if (OPAL_ERR_UNREACH == mca_btl_ofi_post_refused(module, endpoint, "fi_send", rc)) {
         return OPAL_ERR_UNREACH;
     }
-    MCA_BTL_OFI_REPORT("fi_send", rc);
     /* The fragment fails through its callback, as a failed completion
      * would: an error returned here is dropped by some callers (libnbc's
      * rounds), which then wait forever for a message never sent. */
@@ -210,9 +209,7 @@ static void mca_btl_ofi_backlog_sends(mca_btl_ofi_context_t *context)
         if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
             return;
         }
-        if (!mca_btl_ofi_endpoint_check(context->module, frag->endpoint)) {
-            MCA_BTL_OFI_REPORT("fi_send", rc);
-        }
+        (void) mca_btl_ofi_post_refused(context->module, frag->endpoint, "fi_send", rc);
         mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
         mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     }
@@ -275,11 +272,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         return OPAL_SUCCESS;
     }
     if (-FI_EAGAIN != rc) {
-        if (mca_btl_ofi_endpoint_check(module, endpoint)) {
-            return OPAL_ERR_UNREACH;
-        }
-        MCA_BTL_OFI_REPORT("fi_inject", rc);
-        return OPAL_ERROR;
+        return mca_btl_ofi_post_refused(module, endpoint, "fi_inject", rc);
     }
     /* queue full: rewind what we packed so the caller can send it again */
     if (payload_size) {
@@ -525,18 +518,13 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
     return rc;
 }
 
-/* What a refused message means for its caller; reported here, once. */
+/* What a refused message means for its caller; reported once. */
 static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context,
                                    mca_btl_ofi_endpoint_t *endpoint, size_t len, ssize_t rc)
 {
-    if (-FI_EAGAIN == rc) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    if (mca_btl_ofi_endpoint_check(context->module, endpoint)) {
-        return OPAL_ERR_UNREACH;
-    }
-    MCA_BTL_OFI_REPORT(len <= context->module->inject_size ? "fi_inject" : "fi_send", rc);
-    return OPAL_ERROR;
+    return mca_btl_ofi_post_refused(context->module, endpoint,
+                                    len <= context->module->inject_size ? "fi_inject" : "fi_send",
+                                    rc);
 }
 
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,

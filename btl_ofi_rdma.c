@@ -32,13 +32,8 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
     if (-FI_EAGAIN == rc) {
         /* the provider's queues are full: make room, let the caller retry */
         (void) mca_btl_ofi_context_progress(context);
-        return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (mca_btl_ofi_endpoint_check(context->module, endpoint)) {
-        return OPAL_ERR_UNREACH; /* reported as a lost peer, the real cause */
-    }
-    MCA_BTL_OFI_REPORT_AT(call, rc, file, line);
-    return OPAL_ERROR;
+    return mca_btl_ofi_post_refused_at(context->module, endpoint, call, rc, file, line);
 }
 
 /* Post a put or get; the context lock is held. */
@@ -125,11 +120,9 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
         if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
             return;
         }
-        if (!mca_btl_ofi_endpoint_check(context->module, comp->endpoint)) {
-            MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write"
-                                                                           : "fi_read",
-                               rc);
-        }
+        (void) mca_btl_ofi_post_refused(
+            context->module, comp->endpoint,
+            MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write" : "fi_read", rc);
         mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
     }
 }
@@ -257,9 +250,9 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
             mca_btl_ofi_rkey(eps[i], remote_handle));
         MCA_BTL_OFI_UNLOCK(&ctxs[i]->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
-            if (!mca_btl_ofi_endpoint_check(rails[i], eps[i])) {
-                MCA_BTL_OFI_REPORT(MCA_BTL_OFI_PARKED_PUT == kind ? "fi_write" : "fi_read", rc);
-            }
+            (void) mca_btl_ofi_post_refused(rails[i], eps[i],
+                                            MCA_BTL_OFI_PARKED_PUT == kind ? "fi_write" : "fi_read",
+                                            rc);
             mca_btl_ofi_completion_finish(parts[i], OPAL_ERROR);
         }
     }
