@@ -390,6 +390,10 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info);
 int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
 
+/** fi_close; a failure is reported at verbose level 1 with fi_strerror,
+ * WHAT naming the object. Every libfabric object is closed through it. */
+int mca_btl_ofi_close_fid(struct fid *fid, const char *what);
+
 /* context: the optional progress thread */
 int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module);
 void mca_btl_ofi_progress_thread_stop(mca_btl_ofi_module_t *module);

@@ -170,13 +170,17 @@ static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_co
     return OPAL_SUCCESS;
 }
 
-static void mca_btl_ofi_close_fid(struct fid *fid, const char *what)
+int mca_btl_ofi_close_fid(struct fid *fid, const char *what)
 {
     int rc = fi_close(fid);
-    if (0 != rc) {
+    if (OPAL_UNLIKELY(0 != rc)) {
+        /* nothing to undo and nothing the user can do: the object (and
+         * what it holds) stays with the provider until the process ends */
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "fi_close(%s) failed: %s", what,
                             fi_strerror(-rc));
+        return OPAL_ERROR;
     }
+    return OPAL_SUCCESS;
 }
 
 int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool use_sep)
@@ -253,25 +257,25 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
     for (i = 0; i < module->num_contexts; ++i) {
         mca_btl_ofi_context_t *context = module->contexts + i;
         if (NULL != context->ep) {
-            mca_btl_ofi_close_fid(&context->ep->fid, "endpoint");
+            (void) mca_btl_ofi_close_fid(&context->ep->fid, "endpoint");
         } else {
             if (NULL != context->tx) {
-                mca_btl_ofi_close_fid(&context->tx->fid, "tx context");
+                (void) mca_btl_ofi_close_fid(&context->tx->fid, "tx context");
             }
             if (NULL != context->rx) {
-                mca_btl_ofi_close_fid(&context->rx->fid, "rx context");
+                (void) mca_btl_ofi_close_fid(&context->rx->fid, "rx context");
             }
         }
         context->ep = context->tx = context->rx = NULL;
     }
     if (NULL != module->sep) {
-        mca_btl_ofi_close_fid(&module->sep->fid, "scalable endpoint");
+        (void) mca_btl_ofi_close_fid(&module->sep->fid, "scalable endpoint");
         module->sep = NULL;
     }
     for (i = 0; i < module->num_contexts; ++i) {
         mca_btl_ofi_context_t *context = module->contexts + i;
         if (NULL != context->cq) {
-            mca_btl_ofi_close_fid(&context->cq->fid, "completion queue");
+            (void) mca_btl_ofi_close_fid(&context->cq->fid, "completion queue");
             context->cq = NULL;
         }
         mca_btl_ofi_msg_fini(context);

@@ -251,11 +251,10 @@ static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t 
                                                 *mca_btl_ofi_handle_key(&reg->handle, r));
             MCA_BTL_OFI_UNLOCK(&rail->lock);
         }
-        rc = fi_close(&reg->mr[r]->fid);
+        rc = mca_btl_ofi_close_fid(&reg->mr[r]->fid, "memory region");
         reg->mr[r] = NULL;
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_close(mr)", rc);
-            ret = OPAL_ERROR;
+        if (OPAL_SUCCESS != rc) {
+            ret = rc;
         }
     }
     return ret;
@@ -402,15 +401,15 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
         module->rcache = NULL;
     }
     if (NULL != module->av) {
-        (void) fi_close(&module->av->fid);
+        (void) mca_btl_ofi_close_fid(&module->av->fid, "address vector");
         module->av = NULL;
     }
     if (NULL != module->domain) {
-        (void) fi_close(&module->domain->fid);
+        (void) mca_btl_ofi_close_fid(&module->domain->fid, "domain");
         module->domain = NULL;
     }
     if (NULL != module->fabric) {
-        (void) fi_close(&module->fabric->fid);
+        (void) mca_btl_ofi_close_fid(&module->fabric->fid, "fabric");
         module->fabric = NULL;
     }
     if (NULL != module->info) {
