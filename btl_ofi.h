@@ -386,6 +386,8 @@ int mca_btl_ofi_component_progress(void);
 int mca_btl_ofi_select_info(struct fi_info **info_out);
 
 /* module */
+mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void);
+void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info);
 int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);

@@ -982,45 +982,6 @@ static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_i
 
 /* --------------------------------------------------------------- init */
 
-static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
-
-static mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
-{
-    mca_btl_ofi_module_t *module = malloc(sizeof(*module));
-    if (NULL == module) {
-        return NULL;
-    }
-    memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
-    OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
-    OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
-    OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
-    OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
-    OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
-    OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
-    OBJ_CONSTRUCT(&module->amo_pending, opal_hash_table_t);
-    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
-        || OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_name, 256)
-        || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)
-        || OPAL_SUCCESS != opal_hash_table_init(&module->amo_pending, 256)) {
-        mca_btl_ofi_module_free(module);
-        return NULL;
-    }
-    return module;
-}
-
-static void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
-{
-    OBJ_DESTRUCT(&module->amo_pending);
-    OBJ_DESTRUCT(&module->regs_by_key);
-    OBJ_DESTRUCT(&module->endpoints_by_name);
-    OBJ_DESTRUCT(&module->endpoints_by_proc);
-    OBJ_DESTRUCT(&module->exposed_regs);
-    OBJ_DESTRUCT(&module->frags);
-    OBJ_DESTRUCT(&module->endpoints);
-    OBJ_DESTRUCT(&module->lock);
-    free(module);
-}
 
 static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                                           bool enable_progress_threads,

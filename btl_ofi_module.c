@@ -446,6 +446,49 @@ static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
     }
 }
 
+/* ------------------------------------------------------------------ life
+ * A module's whole life is here: alloc (its tables), init (the provider's
+ * objects, or everything undone), release (the provider's objects), free
+ * (the tables), and finalize, which drains and does the last two. */
+
+mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
+{
+    mca_btl_ofi_module_t *module = malloc(sizeof(*module));
+    if (NULL == module) {
+        return NULL;
+    }
+    memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
+    OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
+    OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->amo_pending, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_name, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->amo_pending, 256)) {
+        mca_btl_ofi_module_free(module);
+        return NULL;
+    }
+    return module;
+}
+
+void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
+{
+    OBJ_DESTRUCT(&module->amo_pending);
+    OBJ_DESTRUCT(&module->regs_by_key);
+    OBJ_DESTRUCT(&module->endpoints_by_name);
+    OBJ_DESTRUCT(&module->endpoints_by_proc);
+    OBJ_DESTRUCT(&module->exposed_regs);
+    OBJ_DESTRUCT(&module->frags);
+    OBJ_DESTRUCT(&module->endpoints);
+    OBJ_DESTRUCT(&module->lock);
+    free(module);
+}
+
 int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
@@ -456,22 +499,13 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
     }
     mca_btl_ofi_probes_fini(module);
     mca_btl_ofi_module_release(module);
-    OBJ_DESTRUCT(&module->exposed_regs);
-    OBJ_DESTRUCT(&module->frags);
-    OBJ_DESTRUCT(&module->endpoints);
-    OBJ_DESTRUCT(&module->endpoints_by_proc);
-    OBJ_DESTRUCT(&module->endpoints_by_name);
-    OBJ_DESTRUCT(&module->amo_pending);
-    OBJ_DESTRUCT(&module->regs_by_key);
-    OBJ_DESTRUCT(&module->lock);
-
     /* the other rails may still be progressed: only this slot empties */
     for (int i = 0; i < mca_btl_ofi_component.num_modules; ++i) {
         if (mca_btl_ofi_component.modules[i] == module) {
             mca_btl_ofi_component.modules[i] = NULL;
         }
     }
-    free(module);
+    mca_btl_ofi_module_free(module);
     return OPAL_SUCCESS;
 }
 
