@@ -8,6 +8,8 @@
  */
 
 #include "btl_ofi.h"
+#include "btl_ofi_atomics.h"
+#include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
 

@@ -6,9 +6,35 @@
 #ifndef MCA_BTL_OFI_ENDPOINT_H
 #define MCA_BTL_OFI_ENDPOINT_H
 
-#include "btl_ofi.h"
+#include "btl_ofi_types.h"
 
 BEGIN_C_DECLS
+
+int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
+                                mca_btl_ofi_endpoint_t **ep_out);
+int mca_btl_ofi_modex_send(mca_btl_ofi_module_t **modules, int count);
+
+/** An operation to a peer known to be gone: report the peer (once) and
+ * refuse the operation with OPAL_ERR_UNREACH. */
+int mca_btl_ofi_endpoint_refuse(struct mca_btl_ofi_module_t *module,
+                                mca_btl_ofi_endpoint_t *endpoint);
+
+/** After a failed post or completion: when the peer (on this host) is gone,
+ * mark it, report it once and return true. */
+bool mca_btl_ofi_endpoint_check(struct mca_btl_ofi_module_t *module,
+                                mca_btl_ofi_endpoint_t *endpoint);
+
+/** A post the provider refused, for its caller: -FI_EAGAIN is
+ * OPAL_ERR_OUT_OF_RESOURCE (try again); a peer found gone is reported as
+ * such, the real cause, and gives OPAL_ERR_UNREACH; anything else is
+ * reported once with the call's name and fi_strerror and gives OPAL_ERROR.
+ * The one place that judges a failed post. */
+int mca_btl_ofi_post_refused_at(struct mca_btl_ofi_module_t *module,
+                                mca_btl_ofi_endpoint_t *endpoint, const char *call, ssize_t rc,
+                                const char *file, int line);
+#define mca_btl_ofi_post_refused(module, endpoint, call, rc) \
+    mca_btl_ofi_post_refused_at(module, endpoint, call, rc, __FILE__, __LINE__)
+
 
 /* What each process publishes: its context layout and libfabric addresses. */
 typedef struct mca_btl_ofi_modex_t {

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 
 #include "btl_ofi.h"
+#include "btl_ofi_atomics.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"

@@ -9,6 +9,7 @@
  */
 
 #include "btl_ofi.h"
+#include "btl_ofi_endpoint.h"
 #include "btl_ofi_rdma.h"
 
 static void mca_btl_ofi_completion_construct(mca_btl_ofi_completion_t *comp)

@@ -1,0 +1,37 @@
+/*
+ * btl/ofi atomics: op, fetch-op and compare-swap through the provider, on
+ * our own memory with processor atomics, or emulated by messages the
+ * target serves (btl_ofi_frag.c hands it the requests and replies).
+ */
+
+#ifndef MCA_BTL_OFI_ATOMICS_H
+#define MCA_BTL_OFI_ATOMICS_H
+
+#include "btl_ofi_types.h"
+
+BEGIN_C_DECLS
+
+void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
+
+void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                     void *local_address, uint64_t remote_address,
+                     mca_btl_base_registration_handle_t *local_handle,
+                     mca_btl_base_registration_handle_t *remote_handle,
+                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                    uint64_t remote_address, mca_btl_base_registration_handle_t *remote_handle,
+                    mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                       void *local_address, uint64_t remote_address,
+                       mca_btl_base_registration_handle_t *local_handle,
+                       mca_btl_base_registration_handle_t *remote_handle, uint64_t compare,
+                       uint64_t value, int flags, int order,
+                       mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_ATOMICS_H */

@@ -1,0 +1,304 @@
+/*
+ * btl/ofi types: the component, its modules (one per rail), their contexts,
+ * endpoints, registrations and counters. Every file's header includes this
+ * one, so a type is declared once and no header needs another's functions.
+ */
+
+#ifndef MCA_BTL_OFI_TYPES_H
+#define MCA_BTL_OFI_TYPES_H
+
+#include "opal_config.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/mca/btl/base/base.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/mca/rcache/base/base.h"
+#include "opal/mca/rcache/rcache.h"
+#include "opal/threads/mutex.h"
+#include "opal/threads/threads.h"
+#include "opal/util/output.h"
+#include "opal/util/show_help.h"
+
+BEGIN_C_DECLS
+
+/* Upper bound on contexts per module; also sizes the receive-context bits
+ * of a scalable endpoint's address vector. */
+#define MCA_BTL_OFI_MAX_CONTEXTS 64
+#define MCA_BTL_OFI_RX_CTX_BITS 6
+
+enum {
+    MCA_BTL_OFI_MODE_ONE_SIDED = 0,
+    MCA_BTL_OFI_MODE_TWO_SIDED = 1,
+    MCA_BTL_OFI_MODE_FULL = 2,
+};
+
+/**
+ * The part of a registration that travels to peers (osc/rdma copies
+ * btl_registration_handle_size bytes of it). No local pointers: the key
+ * and, for providers with offset addressing, the region's base address in
+ * the owner's address space.
+ */
+/* Modules, one per rail (network interface), a process may open. */
+#define MCA_BTL_OFI_MAX_RAILS 8
+
+struct mca_btl_base_registration_handle_t {
+    /* the key of the region in the domain of its owner's rail 0 (first, so
+     * that one rail ships what it always did: key, base) */
+    uint64_t key;
+    uint64_t base;
+    /* its keys on the owner's rails 1, 2, ...: every process ships
+     * btl_ofi_max_rails keys in all, whatever its own number of rails */
+    uint64_t rail_keys[MCA_BTL_OFI_MAX_RAILS - 1];
+};
+
+static inline uint64_t *mca_btl_ofi_handle_key(struct mca_btl_base_registration_handle_t *h,
+                                               int rail)
+{
+    return 0 == rail ? &h->key : &h->rail_keys[rail - 1];
+}
+
+/** A registration as the rcache keeps it: handle last, shipped part only.
+ * Regions peers may reach are open in every rail's domain (mr[rail]). */
+typedef struct mca_btl_ofi_reg_t {
+    mca_rcache_base_registration_t super;
+    struct mca_btl_ofi_module_t *module; /* the rail it was asked of */
+    struct fid_mr *mr[MCA_BTL_OFI_MAX_RAILS];
+    void *desc;
+    mca_btl_base_registration_handle_t handle;
+} mca_btl_ofi_reg_t;
+OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
+
+/**
+ * What libfabric gets as an operation context: the provider's scratch
+ * space, then what kind of object embeds it, so one completion queue can
+ * carry RDMA, send and receive completions.
+ */
+enum {
+    MCA_BTL_OFI_OP_RDMA = 1, /* mca_btl_ofi_completion_t */
+    MCA_BTL_OFI_OP_SEND = 2, /* mca_btl_ofi_frag_t */
+    MCA_BTL_OFI_OP_RECV = 3  /* mca_btl_ofi_rdesc_t */
+};
+
+typedef struct mca_btl_ofi_op_t {
+    struct fi_context2 ofi_ctx;
+    int kind;
+} mca_btl_ofi_op_t;
+
+/** Counters exposed as MPI_T performance variables (summed over contexts). */
+typedef struct mca_btl_ofi_counters_t {
+    uint64_t put_count;
+    uint64_t get_count;
+    uint64_t atomic_count;
+    uint64_t put_bytes;
+    uint64_t get_bytes;
+    uint64_t send_count;
+    uint64_t send_bytes;
+    uint64_t recv_count;
+    uint64_t recv_bytes;
+    /* atomics applied to our own memory (no provider, no context lock
+     * held): counted with mca_btl_ofi_add64, added to atomic_count */
+    volatile int64_t atomic_local_count;
+} mca_btl_ofi_counters_t;
+
+/**
+ * A communication context: one transmit/receive path with its own
+ * completion queue and lock. Threads are spread over contexts; posting to
+ * and polling a context happen under its lock.
+ */
+struct mca_btl_ofi_rdesc_t;
+
+typedef struct mca_btl_ofi_context_t {
+    opal_mutex_t lock;
+    struct fid_ep *tx;  /* transmit context, or the plain endpoint */
+    struct fid_ep *rx;  /* receive context, or the plain endpoint */
+    struct fid_ep *ep;  /* plain endpoint owned by this context (no SEP) */
+    struct fid_cq *cq;
+    int index;
+    /* puts, gets and atomics posted whose completion callback has not run
+     * yet (what a flush waits for), and messages posted likewise (sends
+     * of the pml and of emulated atomics: a flush does not wait for them;
+     * udp;ofi_rxd may never complete one whose data arrived) */
+    volatile int64_t outstanding;
+    volatile int64_t sends_outstanding;
+    mca_btl_ofi_counters_t counters;
+    opal_free_list_t completions;
+    /* messaging (two-sided traffic and emulated atomics): posted receive
+     * descriptors and their buffers, and replies waiting for queue room */
+    struct mca_btl_ofi_rdesc_t *rdescs;
+    char *rbufs;
+    size_t rbuf_size; /* bytes of each posted buffer */
+    uint64_t rflags;  /* FI_MULTI_RECV, or 0 */
+    opal_list_t pending;
+    /* pml fragments the provider refused for now (-FI_EAGAIN, or a full
+     * transmit queue), posted in order by progress */
+    opal_list_t sendq;
+    volatile int64_t nqueued; /* its length, for flush and drain (atomic) */
+    /* puts and gets refused the same way (still counted as outstanding) */
+    opal_list_t rdmaq;
+    /* receive buffers the provider refused for now (-FI_EAGAIN) */
+    struct mca_btl_ofi_rdesc_t *repost;
+    /* completions the progress thread read but left to an MPI thread, in
+     * queue order (only with btl_ofi_progress_thread and emulated atomics) */
+    struct fi_cq_data_entry *deferred;
+    int deferred_count;
+    struct mca_btl_ofi_module_t *module;
+} mca_btl_ofi_context_t;
+
+struct mca_btl_ofi_module_t;
+
+/** Per-peer state. */
+struct mca_btl_base_endpoint_t {
+    opal_list_item_t super;
+    struct opal_proc_t *proc;
+    /* address used by local context i to reach this peer */
+    fi_addr_t *addrs;
+    bool lost; /* reported to the upper layer as unreachable */
+    /* the process behind it is known to be gone: operations to it fail at
+     * once instead of waiting on a provider that may never complete them */
+    volatile bool dead;
+    bool checkable; /* shares our host: pid and start_time can be checked */
+    /* our operations to it posted and completed (atomic): work is owed to
+     * it while they differ, and it is stalled while `completed' stands */
+    volatile int64_t posted;
+    volatile int64_t completed;
+    uint32_t pid;
+    uint64_t start_time;
+    /* its liveness listener (IP providers; family 0 otherwise), and when
+     * its completions stood still since (seconds; liveness probes) */
+    struct sockaddr_storage host;
+    int64_t seen_completed;
+    double stall_since;
+    bool suspect; /* an error without a clear cause: probe it at the next check */
+    /* the peer's rail this endpoint talks to (index of its keys in the
+     * peer's registration handles), and the same peer's endpoints on our
+     * other rails, found when a transfer is first split over them */
+    int peer_rail;
+    struct mca_btl_base_endpoint_t *rail_peers[MCA_BTL_OFI_MAX_RAILS];
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
+OBJ_CLASS_DECLARATION(mca_btl_ofi_endpoint_t);
+
+typedef struct mca_btl_ofi_module_t {
+    mca_btl_base_module_t super;
+
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_ep *sep; /* scalable endpoint, NULL when contexts are plain endpoints */
+
+    mca_btl_ofi_context_t *contexts;
+    int num_contexts;
+    volatile int32_t next_context;
+
+    bool virt_addr;  /* FI_MR_VIRT_ADDR: peers address memory by virtual address */
+    bool prov_key;   /* FI_MR_PROV_KEY: the provider picks registration keys */
+    uint64_t key_mask;
+
+    /* per btl op (and index MCA_BTL_ATOMIC_LAST for compare-swap): bit 0 set
+     * when the 64-bit form is usable, bit 1 when the 32-bit form is */
+    uint8_t atomic_ok[MCA_BTL_ATOMIC_LAST + 1];
+
+    opal_mutex_t lock; /* endpoint and registration tables */
+    opal_hash_table_t endpoints_by_proc;
+    opal_hash_table_t endpoints_by_name; /* who sent an emulated atomic */
+    opal_hash_table_t regs_by_key;       /* registrations peers may target */
+    /* emulated atomics in flight, by the id their reply carries: a reply is
+     * trusted only if its id is found here (never used as a pointer) */
+    opal_hash_table_t amo_pending;
+    uint64_t amo_next_id;
+    opal_list_t endpoints;
+
+    /* messaging: enabled when a context must receive (emulated atomics,
+     * two-sided traffic); msg_size is the size of one receive buffer */
+    bool messaging;
+    bool amo_emulated; /* atomics carried as messages, applied by the target */
+    size_t msg_size;
+    size_t inject_size;
+    int64_t tx_limit; /* operations in flight per context (tx queue size) */
+    /* bytes of one FI_MULTI_RECV buffer, 0 when receives use single buffers */
+    size_t multi_recv_size;
+
+    mca_rcache_base_module_t *rcache; /* local-only registrations */
+    opal_free_list_t exposed_regs;    /* registrations peers can reach */
+    opal_free_list_t frags; /* two-sided send descriptors */
+    mca_btl_base_module_error_cb_fn_t error_cb;
+    /* background progress for manual-progress providers (btl_ofi_progress_thread) */
+    opal_thread_t progress_thread;
+    volatile int32_t progress_stop;
+    bool progress_running;
+    /* finalize is draining: the layers above are gone (their code may
+     * already be unloaded), so completions are reaped without callbacks */
+    bool closing;
+    /* liveness probes of peers' hosts under way (btl_ofi_endpoint.c) */
+    struct mca_btl_ofi_probe_t *probes;
+    int num_probes;
+    int probe_listener; /* our liveness listener (peers probe it), 0: none */
+    /* the rail: index among this process's modules, and the subnet of its
+     * interface (IP providers; family 0 otherwise), which pairs it with the
+     * peer's module on the same subnet */
+    int rail;
+    int net_family;
+    int net_bits;
+    uint8_t net[16];
+} mca_btl_ofi_module_t;
+
+typedef struct mca_btl_ofi_component_t {
+    mca_btl_base_component_3_0_0_t super;
+
+    /* MCA parameters */
+    char *provider_include;
+    char *provider_exclude;
+    char *if_include; /* interfaces or CIDR subnets to use (btl_tcp's syntax) */
+    char *if_exclude; /* interfaces or CIDR subnets never to use */
+    int mode;
+    int num_contexts_per_module;
+    bool disable_sep;
+    int progress_threshold;
+    int peer_check_interval; /* ms between checks of same-host peers, <= 0: never */
+    int peer_probe_after;    /* s a peer's operations may stand still before its host is probed */
+    int peer_probe_timeout;  /* s a probe may go unanswered before the host is lost */
+    int num_cq_read;
+    int rd_num;
+    int multi_recv_size;
+    int progress_mode;
+    int verbose;
+    int emulate_atomics;
+    char *version;
+#if MCA_BTL_OFI_FAULT_INJECTION
+    char *inject_fault;
+#endif
+
+    bool progress_thread;
+    int progress_thread_interval; /* microseconds between passes */
+
+    int output;
+    bool locking; /* see MCA_BTL_OFI_LOCK */
+
+    int max_rails; /* modules (one per interface) at most */
+    size_t rail_split_size; /* puts and gets from this size are split over the rails */
+    int num_modules;
+    mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_RAILS];
+} mca_btl_ofi_component_t;
+
+OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
+extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_TYPES_H */
