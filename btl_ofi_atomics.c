@@ -396,9 +396,10 @@ void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, siz
 
 /*
  * One path for every network atomic: a non-fetching op is a fetching one
- * without a result, a compare-swap one with a second operand. Targets we
- * address directly (no remote handle) are applied here with processor
- * atomics; providers whose atomics we cannot use get a message instead.
+ * without a result, a compare-swap one with a second operand; the post
+ * and the backlog are those of puts and gets (mca_btl_ofi_rma_start).
+ * Targets we address directly (no remote handle) are applied here with
+ * processor atomics; providers whose atomics we cannot use get a message.
  */
 static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
                                     mca_btl_base_endpoint_t *endpoint, void *result,
@@ -412,11 +413,8 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
 {
     mca_btl_ofi_context_t *context;
     mca_btl_ofi_completion_t *comp;
-    enum fi_datatype dt = mca_btl_ofi_datatype(op, flags);
-    fi_addr_t peer;
-    uint64_t raddr, key;
-    void *desc;
     ssize_t rc;
+    int kind;
 
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, compare,
@@ -440,35 +438,19 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
     }
     mca_btl_ofi_store_operand(&comp->operand[0], operand, flags);
     mca_btl_ofi_store_operand(&comp->operand[1], compare, flags);
-    peer = endpoint->addrs[context->index];
-    raddr = mca_btl_ofi_remote_addr(module, remote_address, remote_handle);
-    key = mca_btl_ofi_rkey(endpoint, remote_handle);
-    desc = mca_btl_ofi_local_desc(result_handle);
+    comp->parked_op = (uint8_t) (mca_btl_ofi_op_map[op] - 1);
+    comp->parked_dt = (uint8_t) mca_btl_ofi_datatype(op, flags);
+    kind = is_cswap ? MCA_BTL_OFI_RMA_CSWAP
+                    : (NULL != result ? MCA_BTL_OFI_RMA_FOP : MCA_BTL_OFI_RMA_AOP);
 
     mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC)) {
-        rc = -FI_EIO;
-    } else if (is_cswap) {
-        rc = fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
-                               result, desc, peer, raddr, key, dt, FI_CSWAP, &comp->op.ofi_ctx);
-    } else if (NULL != result) {
-        rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, result, desc, peer, raddr,
-                             key, dt, (enum fi_op)(mca_btl_ofi_op_map[op] - 1),
-                             &comp->op.ofi_ctx);
-    } else {
-        rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, peer, raddr, key, dt,
-                       (enum fi_op)(mca_btl_ofi_op_map[op] - 1), &comp->op.ofi_ctx);
-    }
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.atomic_count++;
-    }
+    rc = mca_btl_ofi_rma_start(context, comp, kind, 0,
+                               mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                               mca_btl_ofi_rkey(endpoint, remote_handle));
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
-    return mca_btl_ofi_post_result(context, comp, rc,
-                                   is_cswap          ? "fi_compare_atomic"
-                                   : NULL != result ? "fi_fetch_atomic"
-                                                    : "fi_atomic");
+    return mca_btl_ofi_post_result(context, comp, rc, mca_btl_ofi_rma_call(kind));
 }
 
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,

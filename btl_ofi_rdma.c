@@ -37,62 +37,7 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
     return mca_btl_ofi_post_refused_at(context->module, endpoint, call, rc, file, line);
 }
 
-/* Post a put or get; the context lock is held. */
-static inline ssize_t mca_btl_ofi_rdma_post(mca_btl_ofi_context_t *context,
-                                            mca_btl_ofi_completion_t *comp, int kind,
-                                            size_t size, uint64_t raddr, uint64_t key)
-{
-    fi_addr_t peer = comp->endpoint->addrs[context->index];
-    void *desc = mca_btl_ofi_local_desc(comp->local_handle);
-    ssize_t rc;
-
-    if (MCA_BTL_OFI_PARKED_PUT == kind) {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_WRITE)
-                 ? -FI_EIO
-                 : fi_write(context->tx, comp->local_address, size, desc, peer, raddr, key,
-                            &comp->op.ofi_ctx);
-        if (OPAL_LIKELY(0 == rc)) {
-            context->counters.put_count++;
-            context->counters.put_bytes += size;
-        }
-    } else {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_READ)
-                 ? -FI_EIO
-                 : fi_read(context->tx, comp->local_address, size, desc, peer, raddr, key,
-                           &comp->op.ofi_ctx);
-        if (OPAL_LIKELY(0 == rc)) {
-            context->counters.get_count++;
-            context->counters.get_bytes += size;
-        }
-    }
-    return rc;
-}
-
-/* A put or get the provider refused (-FI_EAGAIN) stays with us, in order,
- * and progress posts it again; the lock is held. osc/rdma would retry a
- * refused operation itself, but ob1 retries only from the completion
- * callbacks of its other operations, and there may be none left. */
-static inline ssize_t mca_btl_ofi_rdma_start(mca_btl_ofi_context_t *context,
-                                             mca_btl_ofi_completion_t *comp, int kind,
-                                             size_t size, uint64_t raddr, uint64_t key)
-{
-    ssize_t rc = -FI_EAGAIN;
-
-    if (OPAL_LIKELY(opal_list_is_empty(&context->rdmaq))) {
-        rc = mca_btl_ofi_rdma_post(context, comp, kind, size, raddr, key);
-    }
-    if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
-        comp->parked_kind = kind;
-        comp->parked_size = size;
-        comp->parked_raddr = raddr;
-        comp->parked_key = key;
-        opal_list_append(&context->rdmaq, &comp->super.super);
-        rc = 0;
-    }
-    return rc;
-}
-
-/* The backlog pattern (sends, messages and puts/gets alike): under one
+/* The backlog pattern (sends, messages and RMA operations alike): under one
  * hold of the context lock, post what waits, in order, until the provider
  * refuses again; an operation refused for good is taken off, the hold ends
  * and it completes with an error (its callback may post: never under the
@@ -107,7 +52,7 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
         MCA_BTL_OFI_LOCK(&context->lock);
         while (!opal_list_is_empty(&context->rdmaq)) {
             comp = (mca_btl_ofi_completion_t *) opal_list_get_first(&context->rdmaq);
-            rc = mca_btl_ofi_rdma_post(context, comp, comp->parked_kind, comp->parked_size,
+            rc = mca_btl_ofi_rma_post(context, comp, comp->parked_kind, comp->parked_size,
                                        comp->parked_raddr, comp->parked_key);
             if (-FI_EAGAIN == rc) {
                 break;
@@ -123,7 +68,7 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
         }
         (void) mca_btl_ofi_post_refused(
             context->module, comp->endpoint,
-            MCA_BTL_OFI_PARKED_PUT == comp->parked_kind ? "fi_write" : "fi_read", rc);
+            mca_btl_ofi_rma_call(comp->parked_kind), rc);
         mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
     }
 }
@@ -245,14 +190,14 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
 
         mca_btl_ofi_inflight(ctxs[i], eps[i], 1);
         MCA_BTL_OFI_LOCK(&ctxs[i]->lock);
-        rc = mca_btl_ofi_rdma_start(
+        rc = mca_btl_ofi_rma_start(
             ctxs[i], parts[i], kind, lens[i],
             mca_btl_ofi_remote_addr(rails[i], remote_address + offs[i], remote_handle),
             mca_btl_ofi_rkey(eps[i], remote_handle));
         MCA_BTL_OFI_UNLOCK(&ctxs[i]->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
             (void) mca_btl_ofi_post_refused(rails[i], eps[i],
-                                            MCA_BTL_OFI_PARKED_PUT == kind ? "fi_write" : "fi_read",
+                                            mca_btl_ofi_rma_call(kind),
                                             rc);
             mca_btl_ofi_completion_finish(parts[i], OPAL_ERROR);
         }
@@ -293,13 +238,13 @@ static inline int mca_btl_ofi_rdma(mca_btl_base_module_t *btl, mca_btl_base_endp
 
     mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = mca_btl_ofi_rdma_start(context, comp, kind, size,
+    rc = mca_btl_ofi_rma_start(context, comp, kind, size,
                                 mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
                                 mca_btl_ofi_rkey(endpoint, remote_handle));
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc,
-                                   MCA_BTL_OFI_PARKED_PUT == kind ? "fi_write" : "fi_read");
+                                   mca_btl_ofi_rma_call(kind));
 }
 
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -311,7 +256,7 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 {
     (void) flags;
     (void) order;
-    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_PARKED_PUT, local_address, remote_address,
+    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_RMA_PUT, local_address, remote_address,
                             local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }
 
@@ -324,6 +269,6 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 {
     (void) flags;
     (void) order;
-    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_PARKED_GET, local_address, remote_address,
+    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_RMA_GET, local_address, remote_address,
                             local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }

@@ -26,8 +26,11 @@ typedef struct mca_btl_ofi_completion_t {
     /* atomic operand and compare value: libfabric reads them after the post
      * returns, so they live here rather than on the caller's stack */
     uint64_t operand[2];
-    /* a put or get parked on context->rdmaq: what to post again */
-    int parked_kind; /* MCA_BTL_OFI_PARKED_PUT or _GET */
+    /* an operation parked on context->rdmaq: what to post again (an
+     * atomic's operands are above, its result buffer is local_address) */
+    int parked_kind; /* MCA_BTL_OFI_RMA_* */
+    uint8_t parked_op; /* enum fi_op of an atomic */
+    uint8_t parked_dt; /* enum fi_datatype of an atomic */
     size_t parked_size;
     uint64_t parked_raddr;
     uint64_t parked_key;
@@ -93,9 +96,17 @@ static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp,
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
                             ssize_t rc, const char *call, const char *file, int line);
 
-enum { MCA_BTL_OFI_PARKED_PUT = 1, MCA_BTL_OFI_PARKED_GET = 2 };
+/* What an RMA completion object carries: put, get, or an atomic (op,
+ * fetch-op, compare-swap). */
+enum {
+    MCA_BTL_OFI_RMA_PUT = 1,
+    MCA_BTL_OFI_RMA_GET,
+    MCA_BTL_OFI_RMA_AOP,
+    MCA_BTL_OFI_RMA_FOP,
+    MCA_BTL_OFI_RMA_CSWAP
+};
 
-/** Post the puts and gets the provider refused earlier, in order. */
+/** Post the RMA operations the provider refused earlier, in order. */
 void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 
 /* the report names the line of the call that failed, not this helper's */
@@ -133,6 +144,98 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 static inline void *mca_btl_ofi_local_desc(mca_btl_base_registration_handle_t *handle)
 {
     return NULL == handle ? NULL : mca_btl_ofi_reg_from_handle(handle)->desc;
+}
+
+/** The libfabric call behind a kind, for reports. */
+static inline const char *mca_btl_ofi_rma_call(int kind)
+{
+    static const char *const calls[] = {"?", "fi_write", "fi_read", "fi_atomic", "fi_fetch_atomic",
+                                        "fi_compare_atomic"};
+    return calls[kind];
+}
+
+/** Post one RMA operation (SIZE bytes, or one element for an atomic) to
+ * RADDR/KEY of the completion's peer; the context lock is held. The one
+ * place every put, get and atomic reaches the provider. */
+static inline ssize_t mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context,
+                                          mca_btl_ofi_completion_t *comp, int kind, size_t size,
+                                          uint64_t raddr, uint64_t key)
+{
+    fi_addr_t peer = comp->endpoint->addrs[context->index];
+    void *desc = mca_btl_ofi_local_desc(comp->local_handle);
+    ssize_t rc;
+
+    switch (kind) {
+    case MCA_BTL_OFI_RMA_PUT:
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_WRITE)
+                 ? -FI_EIO
+                 : fi_write(context->tx, comp->local_address, size, desc, peer, raddr, key,
+                            &comp->op.ofi_ctx);
+        if (OPAL_LIKELY(0 == rc)) {
+            context->counters.put_count++;
+            context->counters.put_bytes += size;
+        }
+        return rc;
+    case MCA_BTL_OFI_RMA_GET:
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_READ)
+                 ? -FI_EIO
+                 : fi_read(context->tx, comp->local_address, size, desc, peer, raddr, key,
+                           &comp->op.ofi_ctx);
+        if (OPAL_LIKELY(0 == rc)) {
+            context->counters.get_count++;
+            context->counters.get_bytes += size;
+        }
+        return rc;
+    }
+    if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC)) {
+        return -FI_EIO;
+    }
+    switch (kind) {
+    case MCA_BTL_OFI_RMA_AOP:
+        rc = fi_atomic(context->tx, &comp->operand[0], 1, NULL, peer, raddr, key,
+                       (enum fi_datatype) comp->parked_dt, (enum fi_op) comp->parked_op,
+                       &comp->op.ofi_ctx);
+        break;
+    case MCA_BTL_OFI_RMA_FOP:
+        rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, comp->local_address, desc,
+                             peer, raddr, key, (enum fi_datatype) comp->parked_dt,
+                             (enum fi_op) comp->parked_op, &comp->op.ofi_ctx);
+        break;
+    default:
+        rc = fi_compare_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL,
+                               comp->local_address, desc, peer, raddr, key,
+                               (enum fi_datatype) comp->parked_dt, FI_CSWAP, &comp->op.ofi_ctx);
+        break;
+    }
+    if (OPAL_LIKELY(0 == rc)) {
+        context->counters.atomic_count++;
+    }
+    return rc;
+}
+
+/** Post, or keep in order when the provider refuses for now (-FI_EAGAIN)
+ * or others wait already: progress posts it later (the backlog). One
+ * policy for every RMA operation: osc/rdma would retry a refused one
+ * itself, but ob1 retries only from the callbacks of its other
+ * operations, and there may be none left. The lock is held. */
+static inline ssize_t mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context,
+                                           mca_btl_ofi_completion_t *comp, int kind, size_t size,
+                                           uint64_t raddr, uint64_t key)
+{
+    ssize_t rc = -FI_EAGAIN;
+
+    if (OPAL_LIKELY(opal_list_is_empty(&context->rdmaq))) {
+        rc = mca_btl_ofi_rma_post(context, comp, kind, size, raddr, key);
+    }
+    if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
+        comp->parked_kind = kind;
+        comp->parked_size = size;
+        comp->parked_raddr = raddr;
+        comp->parked_key = key;
+        opal_list_append(&context->rdmaq, &comp->super.super);
+        rc = 0;
+    }
+    return rc;
 }
 
 END_C_DECLS
