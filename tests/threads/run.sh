@@ -179,12 +179,19 @@ run_case() {
         local rounds=24
         ((b >= 4)) && rounds=12
         ((b >= 8)) && rounds=6
+        # verbose 1: a reply to an emulated atomic sent twice (two threads
+        # retrying one parked reply) shows as "dropped an atomic reply with
+        # unknown id" at the origin
         BTL_OFI_EXPECT_PROVIDER=$prov BTL_OFI_EXPECT_CONTEXTS=$a \
             run_logged "$log" "$test_timeout" "$ofirun" -np 2 \
             --mca btl_ofi_provider_include "$prov" \
-            --mca btl_ofi_num_contexts_per_module "$a" \
+            --mca btl_ofi_num_contexts_per_module "$a" --mca btl_ofi_verbose 1 \
             "$bindir/mt" -t "$b" -n "$rounds" -l 4
         rc=$?
+        if grep -q 'dropped an atomic reply\|dropped a short atomic' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "an atomic reply arrived twice or garbled: $(grep -m1 'dropped an atomic reply\|dropped a short atomic' "$log")" "$log"
+            return
+        fi
         check_mpi_result "$label" "$log" "$rc" threads "$t0" \
             "$(sed -n 's/^    rank0: //p' "$log" | head -n 1)"
         ;;
