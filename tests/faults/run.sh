@@ -550,6 +550,7 @@ run_inject() { # label prov call log t0
     fi
     if [[ $call == getinfo ]]; then
         local -a why=()
+        local verdict=""
         # 1. every rank: the component steps aside; with ofi,self nothing
         #    else reaches the peer, so MPI_Init must stop the job
         for attempt in 1 2 3 4 5 6 7 8; do
@@ -575,10 +576,16 @@ run_inject() { # label prov call log t0
             why+=("on every rank: no 'fi call failed' message naming fi_getinfo")
         elif ! grep -q 'no usable libfabric provider' "$alog"; then
             why+=("on every rank: no 'no usable libfabric provider' message")
-        elif ! grep -qE 'unable to reach each other|MPI_INIT has failed because at least one MPI process is unreachable' "$alog"; then
-            # (Open MPI prints either verdict; the first is sometimes lost
-            # in its help-message transport, "ORTE_ERROR_LOG: Data unpack")
-            why+=("on every rank: the job stopped without Open MPI's 'unable to reach each other': $(first_fail "$alog")")
+        elif grep -qE 'unable to reach each other|MPI_INIT has failed because at least one MPI process is unreachable' "$alog"; then
+            verdict="'unable to reach each other'"
+        elif help_lost "$alog" && grep -q 'An error occurred in MPI_Init' "$alog"; then
+            # Open MPI 4.1.4's help-message transport lost its own verdict
+            # ("ORTE_ERROR_LOG: ... show_help.c" in mpirun; seen about once
+            # in two suites here): the rank's error handler still shows
+            # that MPI_Init, not anything later, stopped the job
+            verdict="MPI_Init's error (Open MPI lost its 'unable to reach' text: ORTE_ERROR_LOG in show_help.c)"
+        else
+            why+=("on every rank: the job stopped without Open MPI's 'unable to reach each other' or an MPI_Init error: $(first_fail "$alog")")
         fi
         [[ -n $crash ]] && why+=("on every rank: crash: $crash")
         # 2. rank 0 only, vader beside ofi: the job must still run
@@ -607,7 +614,7 @@ run_inject() { # label prov call log t0
         if ((${#why[@]})); then
             report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${why[@]}" | sed 's/; $//')" "$log"
         else
-            report PASS "$label" $((SECONDS - t0)) "fi_getinfo failing on every rank: 'fi call failed' (fi_getinfo, Input/output error) and 'no usable libfabric provider', then MPI_Init stops the job ('unable to reach each other', exit code non-zero); on rank 0 only with ofi,vader,self: same messages once, job OK over vader${lost:+$( ((lost)) && echo "; $lost run(s) repeated: Open MPI lost the message")}"
+            report PASS "$label" $((SECONDS - t0)) "fi_getinfo failing on every rank: 'fi call failed' (fi_getinfo, Input/output error) and 'no usable libfabric provider', then MPI_Init stops the job ($verdict, exit code non-zero); on rank 0 only with ofi,vader,self: same messages once, job OK over vader${lost:+$( ((lost)) && echo "; $lost run(s) repeated: Open MPI lost the message")}"
         fi
         return
     fi
