@@ -105,10 +105,10 @@ for ((rep = 1; rep <= reps; rep++)); do
     ((rep % 2 == 0)) && order=(after before)
     for prov in $PROVIDERS; do
         for v in "${order[@]}"; do
-            run "$v" "$prov" put "$bindir/osc_bench" -ops put -lat 8 -runs 5 || fails=$((fails + 1))
-            run "$v" "$prov" fop "$bindir/osc_bench" -ops fop -runs 5 || fails=$((fails + 1))
-            run "$v" "$prov" rate "$bindir/osc_bench" -ops putbw -bw 8 -runs 5 || fails=$((fails + 1))
-            run "$v" "$prov" msgs "$bindir/p2p_bench" -ops stream -bw 8 -runs 5 || fails=$((fails + 1))
+            run "$v" "$prov" put "$bindir/osc_bench" -ops put -sizes 8 -runs 5 -run-ms 100 || fails=$((fails + 1))
+            run "$v" "$prov" fop "$bindir/osc_bench" -ops fop -runs 5 -run-ms 100 || fails=$((fails + 1))
+            run "$v" "$prov" rate "$bindir/osc_bench" -ops putbw -sizes 8 -runs 5 -run-ms 100 || fails=$((fails + 1))
+            run "$v" "$prov" msgs "$bindir/p2p_bench" -ops stream -sizes 8 -runs 5 -run-ms 100 || fails=$((fails + 1))
         done
     done
 done
@@ -129,7 +129,7 @@ for v in before after; do
     f=$OUT/raw/$v-callgrind.txt
     CG_OUT=$cg BTL_OFI_PREFIX=$work/$v-prefix timeout 600 "$work/$v-src/scripts/ofirun" -np 2 \
         -x CG_OUT --mca btl_ofi_provider_include shm "$work/vg0" "$bindir/osc_bench" \
-        -ops put -lat 8 -runs 3 -run-ms 200 -warm-ms 100 >"$f" 2>&1
+        -ops put -sizes 8 -runs 3 -run-ms 200 -warm-ms 100 >"$f" 2>&1
     puts=$(awk '/^# rank0 btl_ofi_put_count / { print $4 }' "$f")
     ours=$(callgrind_annotate --inclusive=no --threshold=100 "$cg" 2>/dev/null |
         awk '/mca_btl_ofi\.so\]/ { gsub(",", "", $1); s += $1 } END { print s + 0 }')
