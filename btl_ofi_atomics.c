@@ -63,7 +63,8 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
 {
     enum fi_datatype dt = mca_btl_ofi_datatype(op, flags);
     enum fi_op fop = (enum fi_op)(mca_btl_ofi_op_map[op] - 1);
-    return mca_btl_ofi_query(domain, dt, fop, 0) && mca_btl_ofi_query(domain, dt, fop, FI_FETCH_ATOMIC);
+    return mca_btl_ofi_query(domain, dt, fop, 0)
+           && mca_btl_ofi_query(domain, dt, fop, FI_FETCH_ATOMIC);
 }
 
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
@@ -129,8 +130,7 @@ advertise:
 }
 
 /* Is this (op, width) one the provider confirmed? One table lookup. */
-static inline bool mca_btl_ofi_atomic_ok(const mca_btl_ofi_module_t *module, unsigned op,
-                                         int flags)
+static inline bool mca_btl_ofi_atomic_ok(const mca_btl_ofi_module_t *module, unsigned op, int flags)
 {
     return op <= MCA_BTL_ATOMIC_LAST && !(flags & MCA_BTL_ATOMIC_FLAG_FLOAT)
            && (module->atomic_ok[op] & ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? 2 : 1));
@@ -230,10 +230,9 @@ static inline void mca_btl_ofi_store_result(void *result, uint64_t old, bool nar
     }
 }
 
-static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module,
-                                    mca_btl_base_endpoint_t *endpoint, mca_btl_base_atomic_op_t op,
-                                    uint64_t address, uint64_t operand, uint64_t compare,
-                                    bool is_cswap, int flags, void *result,
+static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                                    mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
+                                    uint64_t compare, bool is_cswap, int flags, void *result,
                                     mca_btl_base_registration_handle_t *result_handle,
                                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                     void *cbdata)
@@ -261,13 +260,12 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module,
  * atomics of the module take this path so they stay atomic with respect
  * to each other.
  */
-static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module,
-                                   mca_btl_base_endpoint_t *endpoint, void *local_address,
-                                   uint64_t remote_address,
+static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                                   void *local_address, uint64_t remote_address,
                                    mca_btl_base_registration_handle_t *local_handle,
                                    mca_btl_base_registration_handle_t *remote_handle,
-                                   mca_btl_base_atomic_op_t op, uint64_t operand,
-                                   uint64_t compare, bool is_cswap, int flags,
+                                   mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                                   bool is_cswap, int flags,
                                    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                    void *cbdata)
 {
@@ -401,13 +399,12 @@ void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, siz
  * Targets we address directly (no remote handle) are applied here with
  * processor atomics; providers whose atomics we cannot use get a message.
  */
-static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
-                                    mca_btl_base_endpoint_t *endpoint, void *result,
-                                    uint64_t remote_address,
+static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                                    void *result, uint64_t remote_address,
                                     mca_btl_base_registration_handle_t *result_handle,
                                     mca_btl_base_registration_handle_t *remote_handle,
-                                    mca_btl_base_atomic_op_t op, uint64_t operand,
-                                    uint64_t compare, bool is_cswap, int flags,
+                                    mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                                    bool is_cswap, int flags,
                                     mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                                     void *cbdata)
 {
@@ -418,16 +415,16 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
 
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, compare,
-                                        is_cswap, flags, result, result_handle, cbfunc,
-                                        cbcontext, cbdata);
+                                        is_cswap, flags, result, result_handle, cbfunc, cbcontext,
+                                        cbdata);
     }
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
     }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
-                                       remote_handle, op, operand, compare, is_cswap, flags,
-                                       cbfunc, cbcontext, cbdata);
+                                       remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
+                                       cbcontext, cbdata);
     }
 
     context = mca_btl_ofi_context_get(module);
@@ -456,8 +453,8 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module,
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      mca_btl_base_registration_handle_t *local_handle,
-                     mca_btl_base_registration_handle_t *remote_handle,
-                     mca_btl_base_atomic_op_t op, uint64_t operand, int flags, int order,
+                     mca_btl_base_registration_handle_t *remote_handle, mca_btl_base_atomic_op_t op,
+                     uint64_t operand, int flags, int order,
                      mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
@@ -466,9 +463,9 @@ int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST <= op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    return mca_btl_ofi_atomic_start(module, endpoint, local_address, remote_address,
-                                    local_handle, remote_handle, op, operand, 0, false, flags,
-                                    cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_atomic_start(module, endpoint, local_address, remote_address, local_handle,
+                                    remote_handle, op, operand, 0, false, flags, cbfunc, cbcontext,
+                                    cbdata);
 }
 
 int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -482,8 +479,8 @@ int mca_btl_ofi_aop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     if (OPAL_UNLIKELY(MCA_BTL_ATOMIC_LAST <= op || !mca_btl_ofi_atomic_ok(module, op, flags))) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    return mca_btl_ofi_atomic_start(module, endpoint, NULL, remote_address, NULL, remote_handle,
-                                    op, operand, 0, false, flags, cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_atomic_start(module, endpoint, NULL, remote_address, NULL, remote_handle, op,
+                                    operand, 0, false, flags, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -499,7 +496,7 @@ int mca_btl_ofi_acswap(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endp
     if (OPAL_UNLIKELY(!mca_btl_ofi_atomic_ok(module, MCA_BTL_ATOMIC_LAST, flags))) {
         return OPAL_ERR_NOT_SUPPORTED;
     }
-    return mca_btl_ofi_atomic_start(module, endpoint, local_address, remote_address,
-                                    local_handle, remote_handle, MCA_BTL_ATOMIC_SWAP, value,
-                                    compare, true, flags, cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_atomic_start(module, endpoint, local_address, remote_address, local_handle,
+                                    remote_handle, MCA_BTL_ATOMIC_SWAP, value, compare, true, flags,
+                                    cbfunc, cbcontext, cbdata);
 }

@@ -30,22 +30,25 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
 static char *mca_btl_ofi_selected_provider = NULL;
 
 mca_btl_ofi_component_t mca_btl_ofi_component = {
-    .super = {
-        .btl_version = {
-            MCA_BTL_BASE_VERSION_3_1_0,
-            .mca_component_name = "ofi",
-            MCA_BASE_MAKE_VERSION(component, MCA_BTL_OFI_VERSION_MAJOR, MCA_BTL_OFI_VERSION_MINOR,
-                                  MCA_BTL_OFI_VERSION_RELEASE),
-            .mca_open_component = mca_btl_ofi_component_open,
-            .mca_close_component = mca_btl_ofi_component_close,
-            .mca_register_component_params = mca_btl_ofi_component_register,
+    .super =
+        {
+            .btl_version =
+                {
+                    MCA_BTL_BASE_VERSION_3_1_0,
+                    .mca_component_name = "ofi",
+                    MCA_BASE_MAKE_VERSION(component, MCA_BTL_OFI_VERSION_MAJOR,
+                                          MCA_BTL_OFI_VERSION_MINOR, MCA_BTL_OFI_VERSION_RELEASE),
+                    .mca_open_component = mca_btl_ofi_component_open,
+                    .mca_close_component = mca_btl_ofi_component_close,
+                    .mca_register_component_params = mca_btl_ofi_component_register,
+                },
+            .btl_data =
+                {
+                    .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
+                },
+            .btl_init = mca_btl_ofi_component_init,
+            .btl_progress = mca_btl_ofi_component_progress,
         },
-        .btl_data = {
-            .param_field = MCA_BASE_METADATA_PARAM_CHECKPOINT,
-        },
-        .btl_init = mca_btl_ofi_component_init,
-        .btl_progress = mca_btl_ofi_component_progress,
-    },
     .output = -1,
 };
 
@@ -54,7 +57,7 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
 /* "default" is ours: manual data progress where the provider offers it.
  * We poll from opal_progress anyway, and a provider's own progress thread
  * competing with that poll costs orders of magnitude on a loaded node
- * (sockets: ~11 ms against ~40 us per flushed put with 2 ranks on 2 cores). */
+ * (README, "Data progress", has the measurement). */
 #define MCA_BTL_OFI_PROGRESS_DEFAULT (-1)
 
 static const mca_base_var_enum_value_t mca_btl_ofi_progress_values[] = {
@@ -470,8 +473,8 @@ static void mca_btl_ofi_check_params(void)
 
     if (c->num_contexts_per_module < 1) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
-                       "btl_ofi_num_contexts_per_module", c->num_contexts_per_module,
-                       "at least 1", 1);
+                       "btl_ofi_num_contexts_per_module", c->num_contexts_per_module, "at least 1",
+                       1);
         c->num_contexts_per_module = 1;
     }
     if (c->num_cq_read < 1 || c->num_cq_read > 128) {
@@ -481,8 +484,8 @@ static void mca_btl_ofi_check_params(void)
         c->num_cq_read = use;
     }
     if (c->progress_threshold < 1) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
-                       "btl_ofi_progress_threshold", c->progress_threshold, "at least 1", 64);
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_progress_threshold",
+                       c->progress_threshold, "at least 1", 64);
         c->progress_threshold = 64;
     }
     if (c->peer_probe_timeout < 1 || c->peer_probe_timeout > 3600) {
@@ -524,12 +527,10 @@ static void mca_btl_ofi_check_params(void)
      * failed the allocation and made us report "no usable provider". */
     if (mca_btl_ofi_module_template.super.btl_max_send_size < MCA_BTL_OFI_MIN_SEND_SIZE
         || mca_btl_ofi_module_template.super.btl_max_send_size > MCA_BTL_OFI_MAX_SEND_SIZE) {
-        size_t use = mca_btl_ofi_module_template.super.btl_max_send_size
-                             < MCA_BTL_OFI_MIN_SEND_SIZE
+        size_t use = mca_btl_ofi_module_template.super.btl_max_send_size < MCA_BTL_OFI_MIN_SEND_SIZE
                          ? MCA_BTL_OFI_MIN_SEND_SIZE
                          : MCA_BTL_OFI_MAX_SEND_SIZE;
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad size param", true, host,
-                       "btl_ofi_max_send_size",
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad size param", true, host, "btl_ofi_max_send_size",
                        mca_btl_ofi_module_template.super.btl_max_send_size,
                        (size_t) MCA_BTL_OFI_MIN_SEND_SIZE, (size_t) MCA_BTL_OFI_MAX_SEND_SIZE, use);
         mca_btl_ofi_module_template.super.btl_max_send_size = use;
@@ -620,8 +621,7 @@ static bool mca_btl_ofi_prefix_equal(const unsigned char *a, const unsigned char
 }
 
 /* The raw address bytes and family of a socket address, or NULL. */
-static const unsigned char *mca_btl_ofi_sa_bytes(const struct sockaddr *sa, size_t len,
-                                                 int *family)
+static const unsigned char *mca_btl_ofi_sa_bytes(const struct sockaddr *sa, size_t len, int *family)
 {
     if (NULL == sa || len < sizeof(sa->sa_family)) {
         return NULL;
@@ -648,8 +648,8 @@ static const char *mca_btl_ofi_iface_of(const struct fi_info *info, const struct
     }
     for (const struct ifaddrs *i = ifs; NULL != i; i = i->ifa_next) {
         /* getifaddrs gives each address in the full size of its family */
-        const unsigned char *theirs = mca_btl_ofi_sa_bytes(i->ifa_addr,
-                                                           sizeof(struct sockaddr_in6), &ifamily);
+        const unsigned char *theirs =
+            mca_btl_ofi_sa_bytes(i->ifa_addr, sizeof(struct sockaddr_in6), &ifamily);
         if (NULL != theirs && ifamily == family
             && mca_btl_ofi_prefix_equal(mine, theirs, AF_INET == family ? 32 : 128)) {
             return i->ifa_name;
@@ -703,9 +703,8 @@ static void mca_btl_ofi_if_list_check(const char *param, char **list, const stru
             found = 0 == strcmp(j->ifa_name, list[i]);
         }
         if (!found) {
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad interface", true,
-                           opal_process_info.nodename, param, list[i],
-                           "this host has no interface of that name");
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad interface", true, opal_process_info.nodename,
+                           param, list[i], "this host has no interface of that name");
         }
     }
 }
@@ -713,8 +712,12 @@ static void mca_btl_ofi_if_list_check(const char *param, char **list, const stru
 /* The kind of source address a candidate domain has: peers on other hosts
  * cannot use a loopback or an IPv6 link-local one (no interface scope
  * travels in the address). */
-enum { MCA_BTL_OFI_ADDR_OTHER, MCA_BTL_OFI_ADDR_GLOBAL, MCA_BTL_OFI_ADDR_LOOPBACK,
-       MCA_BTL_OFI_ADDR_LINKLOCAL };
+enum {
+    MCA_BTL_OFI_ADDR_OTHER,
+    MCA_BTL_OFI_ADDR_GLOBAL,
+    MCA_BTL_OFI_ADDR_LOOPBACK,
+    MCA_BTL_OFI_ADDR_LINKLOCAL
+};
 
 static int mca_btl_ofi_addr_kind(const struct fi_info *info)
 {
@@ -776,8 +779,9 @@ static bool mca_btl_ofi_has_global_twin(const struct fi_info *all, const struct 
     for (; NULL != all; all = all->next) {
         if (0 == strcmp(all->fabric_attr->prov_name, info->fabric_attr->prov_name)
             && MCA_BTL_OFI_ADDR_GLOBAL == mca_btl_ofi_addr_kind(all)
-            && NULL == mca_btl_ofi_if_refusal(all, mca_btl_ofi_iface_of(all, lists->ifs), lists,
-                                              &named)) {
+            && NULL
+                   == mca_btl_ofi_if_refusal(all, mca_btl_ofi_iface_of(all, lists->ifs), lists,
+                                             &named)) {
             return true;
         }
     }
@@ -786,8 +790,7 @@ static bool mca_btl_ofi_has_global_twin(const struct fi_info *all, const struct 
 
 /* "eth1 10.77.1.1" for the verbose lines: domain names repeat across
  * address families. */
-static void mca_btl_ofi_where(const struct fi_info *info, const char *iface, char *buf,
-                              size_t size)
+static void mca_btl_ofi_where(const struct fi_info *info, const char *iface, char *buf, size_t size)
 {
     char addr[INET6_ADDRSTRLEN] = "?";
     int family;
@@ -824,7 +827,8 @@ static const char *mca_btl_ofi_refusal(const struct fi_info *all, const struct f
     if (MCA_BTL_OFI_ADDR_LINKLOCAL == kind) {
         return "IPv6 link-local address (peers on other hosts cannot use it)";
     }
-    if (MCA_BTL_OFI_ADDR_LOOPBACK == kind && !named && mca_btl_ofi_has_global_twin(all, info, lists)) {
+    if (MCA_BTL_OFI_ADDR_LOOPBACK == kind && !named
+        && mca_btl_ofi_has_global_twin(all, info, lists)) {
         return "loopback, and the provider offers another interface (peers on other hosts "
                "cannot reach a loopback address; name it in btl_ofi_if_include to use it)";
     }
@@ -887,8 +891,7 @@ static struct fi_info *mca_btl_ofi_refine(const struct fi_info *info, uint64_t c
     }
     hints->caps |= caps;
     hints->domain_attr->data_progress = progress;
-    if (0 != fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints,
-                        &found)) {
+    if (0 != fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, &found)) {
         found = NULL;
     } else if (NULL != found->next) {
         /* the first match is the one we asked for; drop the rest */
@@ -960,10 +963,10 @@ static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_i
         return;
     }
     for (const struct ifaddrs *i = ifs; NULL != i; i = i->ifa_next) {
-        const unsigned char *addr = mca_btl_ofi_sa_bytes(i->ifa_addr, sizeof(struct sockaddr_in6),
-                                                         &ifamily);
-        const unsigned char *mask = mca_btl_ofi_sa_bytes(i->ifa_netmask,
-                                                         sizeof(struct sockaddr_in6), &mfamily);
+        const unsigned char *addr =
+            mca_btl_ofi_sa_bytes(i->ifa_addr, sizeof(struct sockaddr_in6), &ifamily);
+        const unsigned char *mask =
+            mca_btl_ofi_sa_bytes(i->ifa_netmask, sizeof(struct sockaddr_in6), &mfamily);
         int len = AF_INET == family ? 4 : 16, bits = 0;
 
         if (NULL == addr || NULL == mask || ifamily != family || mfamily != family
@@ -981,7 +984,6 @@ static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_i
 }
 
 /* --------------------------------------------------------------- init */
-
 
 static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                                           bool enable_progress_threads,
@@ -1009,8 +1011,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
 #endif
     if (NULL != c->if_include && NULL != c->if_exclude) {
         /* as btl/tcp: which one the user meant cannot be guessed */
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true, host,
-                       c->if_include, c->if_exclude);
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true, host, c->if_include,
+                       c->if_exclude);
         return NULL;
     }
     lists.prov_include = opal_argv_split(c->provider_include, ',');
@@ -1032,8 +1034,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     }
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_GETINFO)
              ? -FI_EIO
-             : fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints,
-                          &all);
+             : fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, &all);
     fi_freeinfo(hints);
     if (0 != rc) {
         /* no match at all is -FI_ENODATA, reported below as "no provider" */

@@ -324,8 +324,7 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
     }
     (void) fi_cq_strerror(context->cq, err->prov_errno, err->err_data, detail, sizeof(detail));
     opal_show_help(MCA_BTL_OFI_HELP_FILE, "completion error", true, opal_process_info.nodename,
-                   context->index, peer, err->err, fi_strerror(err->err), err->prov_errno,
-                   detail);
+                   context->index, peer, err->err, fi_strerror(err->err), err->prov_errno, detail);
 }
 
 /* A completion error that means the peer is gone (it exited, its host or
@@ -400,9 +399,8 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
 {
     for (ssize_t i = 0; i < count; ++i) {
         if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)) {
-            struct fi_cq_err_entry err = {.op_context = entries[i].op_context,
-                                          .flags = entries[i].flags,
-                                          .err = FI_EIO};
+            struct fi_cq_err_entry err = {
+                .op_context = entries[i].op_context, .flags = entries[i].flags, .err = FI_EIO};
             mca_btl_ofi_context_report_error(context, &err);
             if (MCA_BTL_OFI_OP_RECV == ((mca_btl_ofi_op_t *) entries[i].op_context)->kind
                 && (entries[i].flags & FI_RECV)) {
@@ -480,11 +478,9 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 #endif
     /* callbacks run unlocked: they may post new operations to this context */
     for (ssize_t i = 0; i < count; ++i) {
-        mca_btl_ofi_dispatch(context, entries[i].op_context, entries[i].flags, entries[i].len,
-                             entries[i].buf,
-                             OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data)
-                                 ? OPAL_ERROR
-                                 : OPAL_SUCCESS);
+        mca_btl_ofi_dispatch(
+            context, entries[i].op_context, entries[i].flags, entries[i].len, entries[i].buf,
+            OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
     }
     if (OPAL_UNLIKELY(msg_backlog)) {
         mca_btl_ofi_backlog_msgs(context);
@@ -596,8 +592,8 @@ int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
     if (module->amo_emulated) {
         for (int i = 0; i < module->num_contexts; ++i) {
             module->contexts[i].deferred_count = 0;
-            module->contexts[i].deferred = calloc(MCA_BTL_OFI_DEFERRED_MAX,
-                                                  sizeof(struct fi_cq_data_entry));
+            module->contexts[i].deferred =
+                calloc(MCA_BTL_OFI_DEFERRED_MAX, sizeof(struct fi_cq_data_entry));
             if (NULL == module->contexts[i].deferred) {
                 return OPAL_ERR_OUT_OF_RESOURCE;
             }

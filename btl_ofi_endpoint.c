@@ -77,8 +77,7 @@ static int mca_btl_ofi_getname(struct fid *fid, uint8_t *buf, size_t *len)
 
 /* state, kernel flags and start time (fields 3, 9 and 22) of
  * /proc/PID/stat; false when the process does not exist */
-static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, unsigned *flags,
-                                  uint64_t *start_time)
+static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, unsigned *flags, uint64_t *start_time)
 {
     char path[64], buf[1024], *p;
     unsigned long long start = 0;
@@ -98,9 +97,11 @@ static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, unsigned *flags,
     p = strrchr(buf, ')');
     errno = 0;
     if (NULL == p
-        || 3 != sscanf(p + 1, " %c %*s %*s %*s %*s %*s %u %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-                              "%*s %*s %*s %llu",
-                       state, &kflags, &start)) {
+        || 3
+               != sscanf(p + 1,
+                         " %c %*s %*s %*s %*s %*s %u %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+                         "%*s %*s %*s %llu",
+                         state, &kflags, &start)) {
         return false;
     }
     *flags = kflags;
@@ -324,8 +325,7 @@ typedef struct mca_btl_ofi_probe_t {
 static bool mca_btl_ofi_same_addr(const struct sockaddr_storage *a,
                                   const struct sockaddr_storage *b)
 {
-    size_t len = AF_INET == a->ss_family ? sizeof(struct sockaddr_in)
-                                         : sizeof(struct sockaddr_in6);
+    size_t len = AF_INET == a->ss_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     return a->ss_family == b->ss_family && 0 == memcmp(a, b, len);
 }
 
@@ -373,9 +373,10 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     }
     pfd.fd = socket(endpoint->host.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (pfd.fd >= 0) {
-        if (0 == connect(pfd.fd, (const struct sockaddr *) &endpoint->host,
-                         AF_INET == endpoint->host.ss_family ? sizeof(struct sockaddr_in)
-                                                             : sizeof(struct sockaddr_in6))) {
+        if (0
+            == connect(pfd.fd, (const struct sockaddr *) &endpoint->host,
+                       AF_INET == endpoint->host.ss_family ? sizeof(struct sockaddr_in)
+                                                           : sizeof(struct sockaddr_in6))) {
             err = 0;
         } else if (EINPROGRESS != errno) {
             err = errno;
@@ -387,7 +388,9 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     }
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "probe of peer %s after an error: %s",
                         OPAL_NAME_PRINT(endpoint->proc->proc_name),
-                        EINPROGRESS == err ? "no answer yet" : 0 == err ? "alive" : strerror(err));
+                        EINPROGRESS == err ? "no answer yet"
+                        : 0 == err         ? "alive"
+                                           : strerror(err));
     if (ECONNREFUSED == err) {
         mca_btl_ofi_host_name(&endpoint->host, name, sizeof(name));
         snprintf(why, sizeof(why),
@@ -758,8 +761,8 @@ int mca_btl_ofi_modex_send(mca_btl_ofi_module_t **modules, int count)
     }
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &mca_btl_ofi_component.super.btl_version, all, total);
     if (OPAL_SUCCESS != rc) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "publishing addresses in the modex failed: %d",
-                            rc);
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "publishing addresses in the modex failed: %d", rc);
     }
     free(all);
 out_free_blobs:
@@ -867,8 +870,8 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
         }
         return OPAL_ERR_UNREACH;
     }
-    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name,
-                    (void **) &all, &size);
+    OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name, (void **) &all,
+                    &size);
     if (OPAL_SUCCESS != rc || NULL == all) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "no modex entry from %s (rc %d): unreachable",
                             OPAL_NAME_PRINT(proc->proc_name), rc);
@@ -917,8 +920,8 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
      * providers with string names walk a multi-address insert by string
      * length, not by our stride */
     for (i = 0; i < blob->num_addrs; ++i) {
-        inserted = fi_av_insert(module->av, blob->addrs + (size_t) i * blob->addr_len, 1,
-                                &peer[i], 0, NULL);
+        inserted = fi_av_insert(module->av, blob->addrs + (size_t) i * blob->addr_len, 1, &peer[i],
+                                0, NULL);
         if (1 != inserted) {
             MCA_BTL_OFI_REPORT("fi_av_insert", inserted < 0 ? inserted : -FI_EADDRNOTAVAIL);
             rc = OPAL_ERR_UNREACH;
@@ -943,11 +946,10 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
         }
     }
     memset(endpoint->rail_peers, 0, sizeof(endpoint->rail_peers));
-    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE,
-                        "rail %d: peer %s through its rail %d (%u of its contexts, %s)",
-                        module->rail, OPAL_NAME_PRINT(proc->proc_name), endpoint->peer_rail,
-                        (unsigned) blob->num_contexts,
-                        blob->sep ? "scalable endpoint" : "plain endpoints");
+    MCA_BTL_OFI_VERBOSE(
+        MCA_BTL_OFI_VERBOSE_TRACE, "rail %d: peer %s through its rail %d (%u of its contexts, %s)",
+        module->rail, OPAL_NAME_PRINT(proc->proc_name), endpoint->peer_rail,
+        (unsigned) blob->num_contexts, blob->sep ? "scalable endpoint" : "plain endpoints");
     mca_btl_ofi_endpoint_identity(endpoint, blob);
     mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len, blob->probe_port);
     /* /proc says nothing about a process on another node, even when the

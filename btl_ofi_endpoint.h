@@ -32,9 +32,8 @@ bool mca_btl_ofi_endpoint_check(struct mca_btl_ofi_module_t *module,
 int mca_btl_ofi_post_refused_at(struct mca_btl_ofi_module_t *module,
                                 mca_btl_ofi_endpoint_t *endpoint, const char *call, ssize_t rc,
                                 const char *file, int line);
-#define mca_btl_ofi_post_refused(module, endpoint, call, rc) \
+#define mca_btl_ofi_post_refused(module, endpoint, call, rc)                                       \
     mca_btl_ofi_post_refused_at(module, endpoint, call, rc, __FILE__, __LINE__)
-
 
 /* What each process publishes: its context layout and libfabric addresses. */
 typedef struct mca_btl_ofi_modex_t {
@@ -46,10 +45,10 @@ typedef struct mca_btl_ofi_modex_t {
     /* who the publisher is on its host, so that a peer sharing the host (same
      * boot and pid namespace) can tell whether the process still exists */
     uint32_t pid;
-    uint64_t pidns;             /* inode of /proc/self/ns/pid */
-    uint64_t start_time;        /* field 22 of /proc/self/stat: guards against pid reuse */
-    char boot_id[40];           /* /proc/sys/kernel/random/boot_id */
-    uint16_t probe_port;        /* TCP port of its liveness listener, 0: none */
+    uint64_t pidns;      /* inode of /proc/self/ns/pid */
+    uint64_t start_time; /* field 22 of /proc/self/stat: guards against pid reuse */
+    char boot_id[40];    /* /proc/sys/kernel/random/boot_id */
+    uint16_t probe_port; /* TCP port of its liveness listener, 0: none */
     uint16_t reserved[3];
     uint8_t addrs[];
 } mca_btl_ofi_modex_t;

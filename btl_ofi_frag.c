@@ -24,8 +24,7 @@ static void mca_btl_ofi_frag_construct(mca_btl_ofi_frag_t *frag)
     frag->context = NULL;
 }
 
-OBJ_CLASS_INSTANCE(mca_btl_ofi_frag_t, mca_btl_base_descriptor_t, mca_btl_ofi_frag_construct,
-                   NULL);
+OBJ_CLASS_INSTANCE(mca_btl_ofi_frag_t, mca_btl_base_descriptor_t, mca_btl_ofi_frag_construct, NULL);
 
 /* Point a new descriptor at its payload buffer: header, then segment. */
 static int mca_btl_ofi_frag_item_init(opal_free_list_item_t *item, void *ctx)
@@ -122,8 +121,8 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
     }
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
              ? -FI_EIO
-             : fi_send(context->tx, frag->hdr, len, NULL,
-                       frag->endpoint->addrs[context->index], &frag->op.ofi_ctx);
+             : fi_send(context->tx, frag->hdr, len, NULL, frag->endpoint->addrs[context->index],
+                       &frag->op.ofi_ctx);
     if (OPAL_LIKELY(0 == rc)) {
         /* under the lock, so its completion cannot be read before this */
         mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
@@ -222,8 +221,8 @@ static void mca_btl_ofi_backlog_sends(mca_btl_ofi_context_t *context)
 
 int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                       struct opal_convertor_t *convertor, void *header, size_t header_size,
-                      size_t payload_size, uint8_t order, uint32_t flags,
-                      mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor)
+                      size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                      mca_btl_base_descriptor_t **descriptor)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     size_t len = sizeof(mca_btl_ofi_msg_hdr_t) + header_size + payload_size;
@@ -499,7 +498,7 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
 
     if (OPAL_LIKELY(len <= module->inject_size)) {
         return MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO
-                                                          : fi_inject(context->tx, msg, len, peer);
+                                                         : fi_inject(context->tx, msg, len, peer);
     }
     frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
     if (NULL == frag) {
@@ -521,8 +520,8 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
 }
 
 /* What a refused message means for its caller; reported once. */
-static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context,
-                                   mca_btl_ofi_endpoint_t *endpoint, size_t len, ssize_t rc)
+static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
+                                   size_t len, ssize_t rc)
 {
     return mca_btl_ofi_post_refused(context->module, endpoint,
                                     len <= context->module->inject_size ? "fi_inject" : "fi_send",
@@ -540,7 +539,8 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         ++*count;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
-    return OPAL_LIKELY(0 == rc) ? OPAL_SUCCESS : mca_btl_ofi_msg_refused(context, endpoint, len, rc);
+    return OPAL_LIKELY(0 == rc) ? OPAL_SUCCESS
+                                : mca_btl_ofi_msg_refused(context, endpoint, len, rc);
 }
 
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,

@@ -98,8 +98,8 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
                      mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
 int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                       struct opal_convertor_t *convertor, void *header, size_t header_size,
-                      size_t payload_size, uint8_t order, uint32_t flags,
-                      mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor);
+                      size_t payload_size, uint8_t order, uint32_t flags, mca_btl_base_tag_t tag,
+                      mca_btl_base_descriptor_t **descriptor);
 
 /* A send completed (or failed): callback, then recycle if we own it. */
 void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status);

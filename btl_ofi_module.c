@@ -88,8 +88,8 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
     if (OPAL_UNLIKELY(mca_btl_ofi_ob1_stranded(module))) {
         if (!stranded_told) {
             stranded_told = true;
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "ob1 stranded", true,
-                           mca_btl_ofi_component.mode, opal_process_info.nodename);
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "ob1 stranded", true, mca_btl_ofi_component.mode,
+                           opal_process_info.nodename);
         }
         return OPAL_SUCCESS; /* nobody reachable */
     }
@@ -213,7 +213,7 @@ static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *
     reg->module = module;
     reg->handle.base = (uint64_t) (uintptr_t) base;
     for (int r = 0; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
-        mca_btl_ofi_module_t *rail = r == module->rail ? module
+        mca_btl_ofi_module_t *rail = r == module->rail                    ? module
                                      : (every_rail && r < c->num_modules) ? c->modules[r]
                                                                           : NULL;
         if (NULL == rail) {
@@ -240,7 +240,7 @@ static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t 
     int rc, ret = OPAL_SUCCESS;
 
     for (int r = 0; r < MCA_BTL_OFI_MAX_RAILS; ++r) {
-        mca_btl_ofi_module_t *rail = r == module->rail ? module
+        mca_btl_ofi_module_t *rail = r == module->rail    ? module
                                      : r < c->num_modules ? c->modules[r]
                                                           : NULL;
         if (NULL == reg->mr[r]) {
@@ -265,8 +265,8 @@ static int mca_btl_ofi_rcache_register(void *reg_data, void *base, size_t size,
                                        mca_rcache_base_registration_t *rreg)
 {
     /* local access only: this rail's domain */
-    return mca_btl_ofi_mr_open((mca_btl_ofi_module_t *) reg_data, (mca_btl_ofi_reg_t *) rreg,
-                               base, size, false);
+    return mca_btl_ofi_mr_open((mca_btl_ofi_module_t *) reg_data, (mca_btl_ofi_reg_t *) rreg, base,
+                               size, false);
 }
 
 static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registration_t *rreg)
@@ -284,8 +284,8 @@ static int mca_btl_ofi_rcache_deregister(void *reg_data, mca_rcache_base_registr
  * for local access only expose nothing and stay cached.
  */
 static mca_btl_base_registration_handle_t *
-mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                         void *base, size_t size, uint32_t flags)
+mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint, void *base,
+                         size_t size, uint32_t flags)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     int32_t access = (int32_t) (flags & MCA_BTL_REG_FLAG_ACCESS_ANY);
@@ -294,8 +294,10 @@ mca_btl_ofi_register_mem(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *en
     int rc;
     (void) endpoint;
 
-    if (0 == (access & (MCA_RCACHE_ACCESS_REMOTE_READ | MCA_RCACHE_ACCESS_REMOTE_WRITE
-                        | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))) {
+    if (0
+        == (access
+            & (MCA_RCACHE_ACCESS_REMOTE_READ | MCA_RCACHE_ACCESS_REMOTE_WRITE
+               | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))) {
         rc = module->rcache->rcache_register(module->rcache, base, size, 0, access, &rreg);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc || NULL == rreg)) {
             return NULL;
@@ -439,8 +441,7 @@ static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
     while (mca_btl_ofi_outstanding(module) > 0) {
         (void) mca_btl_ofi_component_progress(); /* every rail: see flush */
         if (mca_btl_ofi_now() > deadline) {
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "drain timeout", true,
-                           opal_process_info.nodename,
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "drain timeout", true, opal_process_info.nodename,
                            (long long) mca_btl_ofi_outstanding(module), MCA_BTL_OFI_DRAIN_SECONDS);
             return;
         }
@@ -512,26 +513,18 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
 
 /* ------------------------------------------------------------------ init */
 
-/* Open what the module needs on the given provider. On failure everything
- * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
- * means the provider works but lacks something we need (already said). */
 /*
- * Two-sided limits that suit each provider, from latency and bandwidth
- * sweeps of bench/p2p_bench (see README, "Two-sided traffic"):
- *   shm       (quiet machine, 2026-11-23) a 4-16 KiB eager send takes
- *             2.7-5.4 us against 5.3-7.4 us for ob1's rendezvous (RTS,
- *             btl get, FIN), and streams 2-2.7x faster; at 32 KiB both
- *             take ~10 us and above it the rendezvous wins: eager and
- *             send fragments of 32 KiB, 8 KiB in the rendezvous's first
- *             fragment.
+ * Two-sided limits that suit each provider, chosen from latency and
+ * bandwidth sweeps of bench/p2p_bench (the figures are in README,
+ * "Two-sided traffic"):
+ *   shm       an eager send beats ob1's rendezvous (RTS, btl get, FIN)
+ *             up to 32 KiB and loses above: eager and send fragments of
+ *             32 KiB, 8 KiB in the rendezvous's first fragment.
  *   tcp;ofi_rxm  rxm carries messages up to its 16 KiB eager buffers in
- *             one go (10-13 us at 8-12 KiB against 31-35 us for ob1's
- *             rendezvous); above that rxm runs its own rendezvous, no
- *             faster than ob1's: eager up to 16 KiB.
+ *             one go; above that it runs its own rendezvous, no faster
+ *             than ob1's: eager up to 16 KiB.
  *   sockets, udp;ofi_rxd  one send beats ob1's rendezvous round trips at
- *             every size up to 64 KiB (sockets 20-27 us against 37 us;
- *             rxd 40-200 us against 65-257 us): eager and send fragments
- *             of 64 KiB.
+ *             every size up to 64 KiB: eager and send fragments of 64 KiB.
  * Any other provider keeps the template's 8 KiB eager limit and 32 KiB
  * fragments. A value the user set (MCA parameter, environment, file) is
  * never replaced.
@@ -584,12 +577,15 @@ static void mca_btl_ofi_provider_limits(mca_btl_ofi_module_t *module, const char
         }
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                             "%s: eager limit %zu, rendezvous eager limit %zu, max send size %zu",
-                            prov, module->super.btl_eager_limit,
-                            module->super.btl_rndv_eager_limit, module->super.btl_max_send_size);
+                            prov, module->super.btl_eager_limit, module->super.btl_rndv_eager_limit,
+                            module->super.btl_max_send_size);
         return;
     }
 }
 
+/* Open what the module needs on the given provider. On failure everything
+ * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
+ * means the provider works but lacks something we need (already said). */
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 {
     mca_btl_ofi_component_t *component = &mca_btl_ofi_component;
@@ -608,17 +604,17 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
                            : ((UINT64_C(1) << (8 * info->domain_attr->mr_key_size)) - 1);
 
     /* atomics as messages where the provider's own cannot be trusted */
-    module->amo_emulated = 1 == component->emulate_atomics
-                           || (0 > component->emulate_atomics
-                               && (quirks & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS));
+    module->amo_emulated =
+        1 == component->emulate_atomics
+        || (0 > component->emulate_atomics && (quirks & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS));
     two_sided = MCA_BTL_OFI_MODE_ONE_SIDED != component->mode && (info->caps & FI_MSG);
     module->messaging = module->amo_emulated || two_sided;
     module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
     if (two_sided) {
         mca_btl_ofi_provider_limits(module, info->fabric_attr->prov_name);
-        module->super.btl_max_send_size = mca_btl_ofi_min(module->super.btl_max_send_size,
-                                                          info->ep_attr->max_msg_size
-                                                              - sizeof(mca_btl_ofi_msg_hdr_t));
+        module->super.btl_max_send_size =
+            mca_btl_ofi_min(module->super.btl_max_send_size,
+                            info->ep_attr->max_msg_size - sizeof(mca_btl_ofi_msg_hdr_t));
         if ((quirks & MCA_BTL_OFI_QUIRK_ONE_SEGMENT)
             && info->tx_attr->inject_size > sizeof(mca_btl_ofi_msg_hdr_t) + 64) {
             /* the provider's largest single-datagram message (its inject
@@ -652,8 +648,8 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
         && !(quirks & MCA_BTL_OFI_QUIRK_MULTI_RECV)) {
         /* room for at least two largest messages, so a buffer is never
          * released after a single one */
-        module->multi_recv_size = mca_btl_ofi_max((size_t) component->multi_recv_size,
-                                                  2 * module->msg_size);
+        module->multi_recv_size =
+            mca_btl_ofi_max((size_t) component->multi_recv_size, 2 * module->msg_size);
     }
     /* 0: every message goes by fi_send from a descriptor */
     module->inject_size = (quirks & MCA_BTL_OFI_QUIRK_INJECT) ? 0 : info->tx_attr->inject_size;
@@ -690,15 +686,15 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
      * endpoints sharing the domain and address vector */
     use_sep = !component->disable_sep && info->domain_attr->max_ep_tx_ctx > 1
               && info->domain_attr->max_ep_rx_ctx > 1;
-    max_ctx = use_sep ? mca_btl_ofi_min(info->domain_attr->max_ep_tx_ctx, info->domain_attr->max_ep_rx_ctx)
+    max_ctx = use_sep ? mca_btl_ofi_min(info->domain_attr->max_ep_tx_ctx,
+                                        info->domain_attr->max_ep_rx_ctx)
                       : mca_btl_ofi_min(info->domain_attr->ep_cnt, info->domain_attr->cq_cnt);
     max_ctx = mca_btl_ofi_min(max_ctx, (size_t) MCA_BTL_OFI_MAX_CONTEXTS);
     count = component->num_contexts_per_module;
     if ((size_t) count > max_ctx) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "too many contexts", true,
-                       opal_process_info.nodename, count, info->fabric_attr->prov_name,
-                       (int) max_ctx, use_sep ? "scalable endpoint contexts" : "endpoints",
-                       (int) max_ctx);
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "too many contexts", true, opal_process_info.nodename,
+                       count, info->fabric_attr->prov_name, (int) max_ctx,
+                       use_sep ? "scalable endpoint contexts" : "endpoints", (int) max_ctx);
         count = (int) max_ctx;
         /* the MPI_T cvar then tells what is in use */
         component->num_contexts_per_module = count;
@@ -746,7 +742,8 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     resources.deregister_mem = mca_btl_ofi_rcache_deregister;
     module->rcache = mca_rcache_base_module_create("grdma", module, &resources);
     if (NULL == module->rcache) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot create the grdma registration cache");
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "cannot create the grdma registration cache");
         goto err_release;
     }
     rc = opal_free_list_init(&module->exposed_regs, sizeof(mca_btl_ofi_reg_t), opal_cache_line_size,
@@ -758,8 +755,10 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
 
     /* limits: what the provider allows, never more than the user asked */
-    module->super.btl_put_limit = mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
-    module->super.btl_get_limit = mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
+    module->super.btl_put_limit =
+        mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
+    module->super.btl_get_limit =
+        mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
     /* every process ships the same size: the key, the base and the keys of
      * rails 1 to btl_ofi_max_rails - 1 */
     module->super.btl_registration_handle_size =
@@ -795,51 +794,52 @@ err_release_quiet:
 }
 
 mca_btl_ofi_module_t mca_btl_ofi_module_template = {
-    .super = {
-        .btl_component = &mca_btl_ofi_component.super,
-        .btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT,
-        .btl_latency = 10,
-        .btl_bandwidth = 10000,
-        /* send is dropped at init where two-sided traffic is off */
-        .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
-                     | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_FLUSH,
-        /* what this component can carry; narrowed at init to what the
-         * provider confirms */
-        .btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
-                            | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR
-                            | MCA_BTL_ATOMIC_SUPPORTS_LAND | MCA_BTL_ATOMIC_SUPPORTS_LOR
-                            | MCA_BTL_ATOMIC_SUPPORTS_LXOR | MCA_BTL_ATOMIC_SUPPORTS_SWAP
-                            | MCA_BTL_ATOMIC_SUPPORTS_CSWAP | MCA_BTL_ATOMIC_SUPPORTS_32BIT,
-        /* two-sided limits (btl_ofi_mode 1 and 2): messages up to the eager
-         * limit go in one send; larger ones use ob1's rendezvous over our
-         * put/get, or its copy pipeline in max_send_size pieces */
-        .btl_eager_limit = 8 * 1024,
-        .btl_rndv_eager_limit = 8 * 1024,
-        .btl_max_send_size = 32 * 1024,
-        .btl_rdma_pipeline_send_length = 32 * 1024,
-        .btl_rdma_pipeline_frag_size = 4 * 1024 * 1024,
-        .btl_min_rdma_pipeline_size = 256 * 1024,
-        .btl_put_limit = SIZE_MAX,
-        .btl_get_limit = SIZE_MAX,
-        .btl_put_alignment = 0,
-        .btl_get_alignment = 0,
-        /* local buffers need no registration, so tell osc/rdma never to
-         * stage or register them */
-        .btl_put_local_registration_threshold = SIZE_MAX,
-        .btl_get_local_registration_threshold = SIZE_MAX,
-        .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
+    .super =
+        {
+            .btl_component = &mca_btl_ofi_component.super,
+            .btl_exclusivity = MCA_BTL_EXCLUSIVITY_DEFAULT,
+            .btl_latency = 10,
+            .btl_bandwidth = 10000,
+            /* send is dropped at init where two-sided traffic is off */
+            .btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
+                         | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_FLUSH,
+            /* what this component can carry; narrowed at init to what the
+             * provider confirms */
+            .btl_atomic_flags = MCA_BTL_ATOMIC_SUPPORTS_ADD | MCA_BTL_ATOMIC_SUPPORTS_AND
+                                | MCA_BTL_ATOMIC_SUPPORTS_OR | MCA_BTL_ATOMIC_SUPPORTS_XOR
+                                | MCA_BTL_ATOMIC_SUPPORTS_LAND | MCA_BTL_ATOMIC_SUPPORTS_LOR
+                                | MCA_BTL_ATOMIC_SUPPORTS_LXOR | MCA_BTL_ATOMIC_SUPPORTS_SWAP
+                                | MCA_BTL_ATOMIC_SUPPORTS_CSWAP | MCA_BTL_ATOMIC_SUPPORTS_32BIT,
+            /* two-sided limits (btl_ofi_mode 1 and 2): messages up to the eager
+             * limit go in one send; larger ones use ob1's rendezvous over our
+             * put/get, or its copy pipeline in max_send_size pieces */
+            .btl_eager_limit = 8 * 1024,
+            .btl_rndv_eager_limit = 8 * 1024,
+            .btl_max_send_size = 32 * 1024,
+            .btl_rdma_pipeline_send_length = 32 * 1024,
+            .btl_rdma_pipeline_frag_size = 4 * 1024 * 1024,
+            .btl_min_rdma_pipeline_size = 256 * 1024,
+            .btl_put_limit = SIZE_MAX,
+            .btl_get_limit = SIZE_MAX,
+            .btl_put_alignment = 0,
+            .btl_get_alignment = 0,
+            /* local buffers need no registration, so tell osc/rdma never to
+             * stage or register them */
+            .btl_put_local_registration_threshold = SIZE_MAX,
+            .btl_get_local_registration_threshold = SIZE_MAX,
+            .btl_registration_handle_size = sizeof(mca_btl_base_registration_handle_t),
 
-        .btl_add_procs = mca_btl_ofi_add_procs,
-        .btl_del_procs = mca_btl_ofi_del_procs,
-        .btl_finalize = mca_btl_ofi_finalize,
-        .btl_put = mca_btl_ofi_put,
-        .btl_get = mca_btl_ofi_get,
-        .btl_atomic_op = mca_btl_ofi_aop,
-        .btl_atomic_fop = mca_btl_ofi_afop,
-        .btl_atomic_cswap = mca_btl_ofi_acswap,
-        .btl_register_mem = mca_btl_ofi_register_mem,
-        .btl_deregister_mem = mca_btl_ofi_deregister_mem,
-        .btl_register_error = mca_btl_ofi_register_error,
-        .btl_flush = mca_btl_ofi_flush,
-    },
+            .btl_add_procs = mca_btl_ofi_add_procs,
+            .btl_del_procs = mca_btl_ofi_del_procs,
+            .btl_finalize = mca_btl_ofi_finalize,
+            .btl_put = mca_btl_ofi_put,
+            .btl_get = mca_btl_ofi_get,
+            .btl_atomic_op = mca_btl_ofi_aop,
+            .btl_atomic_fop = mca_btl_ofi_afop,
+            .btl_atomic_cswap = mca_btl_ofi_acswap,
+            .btl_register_mem = mca_btl_ofi_register_mem,
+            .btl_deregister_mem = mca_btl_ofi_deregister_mem,
+            .btl_register_error = mca_btl_ofi_register_error,
+            .btl_flush = mca_btl_ofi_flush,
+        },
 };

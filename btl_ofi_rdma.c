@@ -53,7 +53,7 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
         while (!opal_list_is_empty(&context->rdmaq)) {
             comp = (mca_btl_ofi_completion_t *) opal_list_get_first(&context->rdmaq);
             rc = mca_btl_ofi_rma_post(context, comp, comp->parked_kind, comp->parked_size,
-                                       comp->parked_raddr, comp->parked_key);
+                                      comp->parked_raddr, comp->parked_key);
             if (-FI_EAGAIN == rc) {
                 break;
             }
@@ -66,9 +66,8 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
         if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
             return;
         }
-        (void) mca_btl_ofi_post_refused(
-            context->module, comp->endpoint,
-            mca_btl_ofi_rma_call(comp->parked_kind), rc);
+        (void) mca_btl_ofi_post_refused(context->module, comp->endpoint,
+                                        mca_btl_ofi_rma_call(comp->parked_kind), rc);
         mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
     }
 }
@@ -87,9 +86,8 @@ static mca_btl_ofi_endpoint_t *mca_btl_ofi_rail_peer(mca_btl_ofi_endpoint_t *end
     }
     MCA_BTL_OFI_LOCK(&rail->lock);
     if (OPAL_SUCCESS
-        != opal_hash_table_get_value_uint64(&rail->endpoints_by_proc,
-                                            (uint64_t) (uintptr_t) endpoint->proc,
-                                            (void **) &peer)) {
+        != opal_hash_table_get_value_uint64(
+            &rail->endpoints_by_proc, (uint64_t) (uintptr_t) endpoint->proc, (void **) &peer)) {
         peer = NULL;
     }
     MCA_BTL_OFI_UNLOCK(&rail->lock);
@@ -99,8 +97,8 @@ static mca_btl_ofi_endpoint_t *mca_btl_ofi_rail_peer(mca_btl_ofi_endpoint_t *end
 
 static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                                   void *local_address,
-                                  mca_btl_base_registration_handle_t *local_handle,
-                                  void *context, void *cbdata, int status)
+                                  mca_btl_base_registration_handle_t *local_handle, void *context,
+                                  void *cbdata, int status)
 {
     mca_btl_ofi_completion_t *whole = (mca_btl_ofi_completion_t *) context;
     (void) btl;
@@ -168,10 +166,9 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
         lens[i] = size - off < chunk ? size - off : chunk;
         /* the local region is registered in the caller's rail only; no
          * provider we take needs a local descriptor (FI_MR_LOCAL) */
-        parts[i] = mca_btl_ofi_completion_alloc(&rails[i]->super, ctxs[i], eps[i],
-                                                (char *) local_address + off,
-                                                rails[i] == module ? local_handle : NULL,
-                                                mca_btl_ofi_part_done, whole, NULL);
+        parts[i] = mca_btl_ofi_completion_alloc(
+            &rails[i]->super, ctxs[i], eps[i], (char *) local_address + off,
+            rails[i] == module ? local_handle : NULL, mca_btl_ofi_part_done, whole, NULL);
         if (OPAL_UNLIKELY(NULL == parts[i])) {
             while (i-- > 0) {
                 opal_free_list_return(&ctxs[i]->completions, &parts[i]->super);
@@ -196,9 +193,7 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
             mca_btl_ofi_rkey(eps[i], remote_handle));
         MCA_BTL_OFI_UNLOCK(&ctxs[i]->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
-            (void) mca_btl_ofi_post_refused(rails[i], eps[i],
-                                            mca_btl_ofi_rma_call(kind),
-                                            rc);
+            (void) mca_btl_ofi_post_refused(rails[i], eps[i], mca_btl_ofi_rma_call(kind), rc);
             mca_btl_ofi_completion_finish(parts[i], OPAL_ERROR);
         }
     }
@@ -209,9 +204,9 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
 static inline int mca_btl_ofi_rdma(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                                    int kind, void *local_address, uint64_t remote_address,
                                    mca_btl_base_registration_handle_t *local_handle,
-                                   mca_btl_base_registration_handle_t *remote_handle,
-                                   size_t size, mca_btl_base_rdma_completion_fn_t cbfunc,
-                                   void *cbcontext, void *cbdata)
+                                   mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                   void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
@@ -223,15 +218,15 @@ static inline int mca_btl_ofi_rdma(mca_btl_base_module_t *btl, mca_btl_base_endp
     }
     if (OPAL_UNLIKELY(size >= mca_btl_ofi_component.rail_split_size
                       && mca_btl_ofi_component.num_modules > 1)) {
-        int ret = mca_btl_ofi_rdma_split(module, context, endpoint, kind, local_address,
-                                         remote_address, local_handle, remote_handle, size,
-                                         cbfunc, cbcontext, cbdata);
+        int ret =
+            mca_btl_ofi_rdma_split(module, context, endpoint, kind, local_address, remote_address,
+                                   local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
         if (OPAL_ERR_NOT_AVAILABLE != ret) {
             return ret;
         }
     }
-    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle,
-                                        cbfunc, cbcontext, cbdata);
+    comp = mca_btl_ofi_completion_alloc(btl, context, endpoint, local_address, local_handle, cbfunc,
+                                        cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -239,12 +234,11 @@ static inline int mca_btl_ofi_rdma(mca_btl_base_module_t *btl, mca_btl_base_endp
     mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rma_start(context, comp, kind, size,
-                                mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                                mca_btl_ofi_rkey(endpoint, remote_handle));
+                               mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+                               mca_btl_ofi_rkey(endpoint, remote_handle));
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
-    return mca_btl_ofi_post_result(context, comp, rc,
-                                   mca_btl_ofi_rma_call(kind));
+    return mca_btl_ofi_post_result(context, comp, rc, mca_btl_ofi_rma_call(kind));
 }
 
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,

@@ -28,7 +28,7 @@ typedef struct mca_btl_ofi_completion_t {
     uint64_t operand[2];
     /* an operation parked on context->rdmaq: what to post again (an
      * atomic's operands are above, its result buffer is local_address) */
-    int parked_kind; /* MCA_BTL_OFI_RMA_* */
+    int parked_kind;   /* MCA_BTL_OFI_RMA_* */
     uint8_t parked_op; /* enum fi_op of an atomic */
     uint8_t parked_dt; /* enum fi_datatype of an atomic */
     size_t parked_size;
@@ -47,12 +47,10 @@ static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_ctx(void *op
                                          - offsetof(mca_btl_ofi_completion_t, op));
 }
 
-static inline mca_btl_ofi_completion_t *
-mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
-                             mca_btl_base_endpoint_t *endpoint, void *local_address,
-                             mca_btl_base_registration_handle_t *local_handle,
-                             mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                             void *cbdata)
+static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_alloc(
+    mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
+    void *local_address, mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_completion_t *comp;
 
@@ -110,7 +108,7 @@ enum {
 void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 
 /* the report names the line of the call that failed, not this helper's */
-#define mca_btl_ofi_post_result(context, comp, rc, call) \
+#define mca_btl_ofi_post_result(context, comp, rc, call)                                           \
     mca_btl_ofi_post_result_at(context, comp, rc, call, __FILE__, __LINE__)
 
 static inline int mca_btl_ofi_post_result_at(mca_btl_ofi_context_t *context,
@@ -149,8 +147,8 @@ static inline void *mca_btl_ofi_local_desc(mca_btl_base_registration_handle_t *h
 /** The libfabric call behind a kind, for reports. */
 static inline const char *mca_btl_ofi_rma_call(int kind)
 {
-    static const char *const calls[] = {"?", "fi_write", "fi_read", "fi_atomic", "fi_fetch_atomic",
-                                        "fi_compare_atomic"};
+    static const char *const calls[] = {"?",         "fi_write",        "fi_read",
+                                        "fi_atomic", "fi_fetch_atomic", "fi_compare_atomic"};
     return calls[kind];
 }
 
@@ -158,8 +156,8 @@ static inline const char *mca_btl_ofi_rma_call(int kind)
  * RADDR/KEY of the completion's peer; the context lock is held. The one
  * place every put, get and atomic reaches the provider. */
 static inline ssize_t mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context,
-                                          mca_btl_ofi_completion_t *comp, int kind, size_t size,
-                                          uint64_t raddr, uint64_t key)
+                                           mca_btl_ofi_completion_t *comp, int kind, size_t size,
+                                           uint64_t raddr, uint64_t key)
 {
     fi_addr_t peer = comp->endpoint->addrs[context->index];
     void *desc = mca_btl_ofi_local_desc(comp->local_handle);
@@ -219,8 +217,8 @@ static inline ssize_t mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context,
  * itself, but ob1 retries only from the callbacks of its other
  * operations, and there may be none left. The lock is held. */
 static inline ssize_t mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context,
-                                           mca_btl_ofi_completion_t *comp, int kind, size_t size,
-                                           uint64_t raddr, uint64_t key)
+                                            mca_btl_ofi_completion_t *comp, int kind, size_t size,
+                                            uint64_t raddr, uint64_t key)
 {
     ssize_t rc = -FI_EAGAIN;
 

@@ -123,9 +123,9 @@ struct mca_btl_ofi_rdesc_t;
 
 typedef struct mca_btl_ofi_context_t {
     opal_mutex_t lock;
-    struct fid_ep *tx;  /* transmit context, or the plain endpoint */
-    struct fid_ep *rx;  /* receive context, or the plain endpoint */
-    struct fid_ep *ep;  /* plain endpoint owned by this context (no SEP) */
+    struct fid_ep *tx; /* transmit context, or the plain endpoint */
+    struct fid_ep *rx; /* receive context, or the plain endpoint */
+    struct fid_ep *ep; /* plain endpoint owned by this context (no SEP) */
     struct fid_cq *cq;
     int index;
     /* puts, gets and atomics posted whose completion callback has not run
@@ -206,8 +206,8 @@ typedef struct mca_btl_ofi_module_t {
     int num_contexts;
     volatile int32_t next_context;
 
-    bool virt_addr;  /* FI_MR_VIRT_ADDR: peers address memory by virtual address */
-    bool prov_key;   /* FI_MR_PROV_KEY: the provider picks registration keys */
+    bool virt_addr; /* FI_MR_VIRT_ADDR: peers address memory by virtual address */
+    bool prov_key;  /* FI_MR_PROV_KEY: the provider picks registration keys */
     uint64_t key_mask;
 
     /* per btl op (and index MCA_BTL_ATOMIC_LAST for compare-swap): bit 0 set
@@ -236,7 +236,7 @@ typedef struct mca_btl_ofi_module_t {
 
     mca_rcache_base_module_t *rcache; /* local-only registrations */
     opal_free_list_t exposed_regs;    /* registrations peers can reach */
-    opal_free_list_t frags; /* two-sided send descriptors */
+    opal_free_list_t frags;           /* two-sided send descriptors */
     mca_btl_base_module_error_cb_fn_t error_cb;
     /* background progress for manual-progress providers (btl_ofi_progress_thread) */
     opal_thread_t progress_thread;
@@ -290,7 +290,7 @@ typedef struct mca_btl_ofi_component_t {
     int output;
     bool locking; /* see MCA_BTL_OFI_LOCK */
 
-    int max_rails; /* modules (one per interface) at most */
+    int max_rails;          /* modules (one per interface) at most */
     size_t rail_split_size; /* puts and gets from this size are split over the rails */
     int num_modules;
     mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_RAILS];
