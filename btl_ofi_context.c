@@ -574,6 +574,8 @@ static void *mca_btl_ofi_progress_thread_main(opal_object_t *object)
                 opal_mutex_unlock(&context->lock);
             }
         }
+        /* the interval, not a race: no wait object fires on a peer's put
+         * (see the comment above mca_btl_ofi_progress_thread_serve) */
         (void) nanosleep(&pause, NULL);
     }
     return NULL;

@@ -41,7 +41,7 @@
 #   rails:PROV:POLICY:MODE   two links per host pair (rail0 10.77.0.0/24,
 #                            rail1 10.77.1.0/24), tests/bin/rails MODE
 #                            (put: 4 MiB MPI_Put + flush; send: 4 MiB
-#                            messages) x 16 from h1 to h2; the kernel's
+#                            messages) x 18 from h1 to h2 (2 untimed, 16 timed); the kernel's
 #                            tx_bytes of both links of both hosts counted
 #                            around the job. POLICY include: btl_ofi_if_include
 #                            names rail1's subnet; exclude:
