@@ -3,10 +3,10 @@
  *
  * What every file of the component shares: its version, verbose stream,
  * locks, error reports, and the component's, module's and context's
- * entry points (the types are in btl_ofi_types.h). One file per object: component (MCA glue, provider choice, progress),
- * module (add/del procs, registration, flush, finalize), context (endpoints,
- * completion queues, locks), endpoint (peer addresses), rdma (put/get and
- * completion objects), atomics, frag (two-sided descriptors).
+ * entry points (the types are in btl_ofi_types.h). One file per object: component (MCA glue,
+ * provider choice, progress), module (add/del procs, registration, flush, finalize), context
+ * (endpoints, completion queues, locks), endpoint (peer addresses), rdma (put/get and completion
+ * objects), atomics, frag (two-sided descriptors).
  */
 
 #ifndef MCA_BTL_OFI_H
@@ -39,9 +39,8 @@ enum {
     MCA_BTL_OFI_VERBOSE_TRACE = 20 /* per-peer events */
 };
 
-#define MCA_BTL_OFI_VERBOSE(lvl, ...)                                            \
+#define MCA_BTL_OFI_VERBOSE(lvl, ...)                                                              \
     opal_output_verbose((lvl), mca_btl_ofi_component.output, "btl/ofi: " __VA_ARGS__)
-
 
 /** Add to a counter that several threads may update. A locked
  * instruction only when more than one thread can run in the component
@@ -130,12 +129,15 @@ enum {
     MCA_BTL_OFI_FAULT_ATOMIC,
     MCA_BTL_OFI_FAULT_SEND,
     MCA_BTL_OFI_FAULT_CQ,
+    MCA_BTL_OFI_FAULT_RMACQ,
+    MCA_BTL_OFI_FAULT_REMOTE,
     MCA_BTL_OFI_FAULT_MAX
 };
 #if MCA_BTL_OFI_FAULT_INJECTION
 extern bool mca_btl_ofi_fault_armed;
 bool mca_btl_ofi_fault_hit(int call);
-#define MCA_BTL_OFI_FAULT(call) (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && mca_btl_ofi_fault_hit(call))
+#define MCA_BTL_OFI_FAULT(call)                                                                    \
+    (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && mca_btl_ofi_fault_hit(call))
 #else
 #define mca_btl_ofi_fault_armed false
 #define MCA_BTL_OFI_FAULT(call) false
@@ -145,24 +147,24 @@ bool mca_btl_ofi_fault_hit(int call);
  * may enter the component (MPI_THREAD_MULTIPLE, or our progress thread),
  * free otherwise. Unlike OPAL_THREAD_LOCK they do not depend on
  * opal_using_threads() alone, which our own progress thread does not set. */
-#define MCA_BTL_OFI_LOCK(m)                        \
-    do {                                           \
-        if (mca_btl_ofi_component.locking) {       \
-            opal_mutex_lock(m);                    \
-        }                                          \
+#define MCA_BTL_OFI_LOCK(m)                                                                        \
+    do {                                                                                           \
+        if (mca_btl_ofi_component.locking) {                                                       \
+            opal_mutex_lock(m);                                                                    \
+        }                                                                                          \
     } while (0)
-#define MCA_BTL_OFI_UNLOCK(m)                      \
-    do {                                           \
-        if (mca_btl_ofi_component.locking) {       \
-            opal_mutex_unlock(m);                  \
-        }                                          \
+#define MCA_BTL_OFI_UNLOCK(m)                                                                      \
+    do {                                                                                           \
+        if (mca_btl_ofi_component.locking) {                                                       \
+            opal_mutex_unlock(m);                                                                  \
+        }                                                                                          \
     } while (0)
 /* 0 when the lock was taken (or locking is off), as opal_mutex_trylock */
 #define MCA_BTL_OFI_TRYLOCK(m) (mca_btl_ofi_component.locking ? opal_mutex_trylock(m) : 0)
 
 /** Report a failed libfabric call once, with its name and fi_strerror. */
-#define MCA_BTL_OFI_REPORT_AT(call, rc, file, line)                                      \
-    opal_show_help(MCA_BTL_OFI_HELP_FILE, "fi call failed", true, opal_process_info.nodename, \
+#define MCA_BTL_OFI_REPORT_AT(call, rc, file, line)                                                \
+    opal_show_help(MCA_BTL_OFI_HELP_FILE, "fi call failed", true, opal_process_info.nodename,      \
                    (call), (int) -(rc), fi_strerror((int) -(rc)), (file), (line))
 #define MCA_BTL_OFI_REPORT(call, rc) MCA_BTL_OFI_REPORT_AT(call, rc, __FILE__, __LINE__)
 

@@ -129,7 +129,7 @@ static void mca_btl_ofi_reg_counter(const char *name, const char *help, size_t o
 #if MCA_BTL_OFI_FAULT_INJECTION
 
 static const char *const mca_btl_ofi_fault_names[MCA_BTL_OFI_FAULT_MAX] = {
-    "getinfo", "mr_reg", "write", "read", "atomic", "send", "cq"};
+    "getinfo", "mr_reg", "write", "read", "atomic", "send", "cq", "rmacq", "remote"};
 static int64_t mca_btl_ofi_fault_at[MCA_BTL_OFI_FAULT_MAX];
 static volatile int64_t mca_btl_ofi_fault_calls[MCA_BTL_OFI_FAULT_MAX];
 bool mca_btl_ofi_fault_armed = false;
@@ -377,7 +377,9 @@ static int mca_btl_ofi_component_register(void)
         "inject_fault",
         "TESTING ONLY: comma-separated CALL@N items; the Nth call of CALL fails with FI_EIO "
         "(CALL: getinfo, mr_reg, write, read, atomic, send) or, for cq, the Nth completion is "
-        "reported as an error. Empty (default): no fault",
+        "reported as an error (rmacq: the Nth completion of a put, get or atomic; remote: after "
+        "the Nth completion, an error on an operation a peer aimed at this process). Empty "
+        "(default): no fault",
         &c->inject_fault, OPAL_INFO_LVL_9, 0, MCA_BASE_VAR_SCOPE_READONLY);
 #endif
 

@@ -8,6 +8,10 @@
  * the modex, see btl_ofi_endpoint.c).
  */
 
+/* first: it selects the system's extensions (dladdr) */
+#include "opal_config.h"
+
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <sys/random.h>
 #include <time.h>
@@ -313,10 +317,11 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                                              const struct fi_cq_err_entry *err)
 {
     mca_btl_ofi_endpoint_t *endpoint = NULL;
-    char detail[256] = "", peer[256] = "unknown (a receive)";
+    char detail[256] = "", peer[256] = "unknown (a peer's operation on this process)";
 
     if (NULL != err->op_context) {
         endpoint = mca_btl_ofi_op_endpoint(err->op_context);
+        snprintf(peer, sizeof(peer), "unknown (a receive)");
     }
     if (NULL != endpoint && NULL != endpoint->proc) {
         snprintf(peer, sizeof(peer), "%s on %s", OPAL_NAME_PRINT(endpoint->proc->proc_name),
@@ -372,6 +377,100 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
     }
 }
 
+/* Stop the job through the upper layer's error callback with INFO (ob1's
+ * callback ends it naming the text); without a callback the text is at
+ * least printed. */
+static void mca_btl_ofi_context_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info)
+{
+    if (module->closing) {
+        return;
+    }
+    if (NULL != module->error_cb) {
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, info);
+    } else {
+        opal_output(0, "%s", info);
+    }
+}
+
+/* Whether the status of a failed operation whose callback is CBFUNC
+ * would go unseen: no callback at all, or one of osc/rdma's (found by the
+ * shared object, or linked into libmpi the exported symbol, that holds
+ * it). osc/rdma 4.1 ignores the status its completion callbacks receive
+ * (it only asserts on it in debug builds); ob1 and direct users of the
+ * BTL API act on it. */
+static bool mca_btl_ofi_owner_ignores_status(mca_btl_base_rdma_completion_fn_t cbfunc)
+{
+    Dl_info where;
+    void *addr;
+
+    if (NULL == cbfunc) {
+        return true; /* no callback: nobody will ever see the status */
+    }
+    memcpy(&addr, &cbfunc, sizeof(addr));
+    if (0 == dladdr(addr, &where)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "failed operation's owner: %p, unknown",
+                            addr);
+        return false;
+    }
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "failed operation's owner: %s in %s",
+                        NULL != where.dli_sname ? where.dli_sname : "?",
+                        NULL != where.dli_fname ? where.dli_fname : "?");
+    return (NULL != where.dli_fname && NULL != strstr(where.dli_fname, "mca_osc_rdma"))
+           || (NULL != where.dli_sname && 0 == strncmp(where.dli_sname, "ompi_osc_rdma_", 14));
+}
+
+/* A put, get or atomic that failed while its peer is not known lost and
+ * whose status nobody will look at (osc/rdma's, or posted without a
+ * callback): the target's bytes or the origin's result would be silently
+ * wrong. The job stops instead, naming the peer and the error. Other
+ * owners get the status. */
+static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
+{
+    mca_btl_ofi_completion_t *comp = mca_btl_ofi_completion_from_ctx(op_context);
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+    char info[512];
+
+    if (NULL == endpoint || endpoint->lost || NULL == endpoint->proc
+        || !mca_btl_ofi_owner_ignores_status(mca_btl_ofi_rdma_owner(comp))) {
+        return;
+    }
+    snprintf(info, sizeof(info),
+             "btl/ofi on %s: a one-sided operation (put, get or atomic) to peer %s on %s "
+             "completed with an error (%s); the layer that posted it does not look at the status "
+             "(osc/rdma 4.1 never does), so its data would be lost: the job cannot continue",
+             opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
+             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
+             fi_strerror(err));
+    mca_btl_ofi_context_fatal(context->module, endpoint->proc, info);
+}
+
+/* An error completion with no context of ours: the provider failed an
+ * operation a peer aimed at this process (udp;ofi_rxd reports a remote
+ * write that did not deliver all its bytes this way). Unless it was an
+ * access refused (tcp;ofi_rxm reports those here too), the peer was told
+ * nothing and this process's memory may lack what it wrote: the job
+ * stops, unless a peer on this host died (then named as the cause). */
+static void mca_btl_ofi_remote_failed(mca_btl_ofi_context_t *context, int err)
+{
+    char info[512];
+
+    if (FI_EACCES == err || FI_EPERM == err || FI_EKEYREJECTED == err) {
+        /* an access the provider refused (a key or region not open to
+         * it): this memory is unchanged and the peer's own operation
+         * fails, so the peer's owner learns of it */
+        return;
+    }
+    if (mca_btl_ofi_dead_sender(context->module)) {
+        return;
+    }
+    snprintf(info, sizeof(info),
+             "btl/ofi on %s: provider %s reported an error (%s) on an operation a peer aimed at "
+             "this process; what it wrote here may be incomplete: the job cannot continue",
+             opal_process_info.nodename, context->module->info->fabric_attr->prov_name,
+             fi_strerror(err));
+    mca_btl_ofi_context_fatal(context->module, NULL, info);
+}
+
 /* One completion, to the object that posted it. */
 static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context,
                                         uint64_t flags, size_t len, void *buf, int status)
@@ -398,13 +497,18 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
                                           struct fi_cq_data_entry *entries, ssize_t count)
 {
     for (ssize_t i = 0; i < count; ++i) {
-        if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)) {
+        int kind = ((mca_btl_ofi_op_t *) entries[i].op_context)->kind;
+
+        if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)
+            || (MCA_BTL_OFI_OP_RDMA == kind && MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_RMACQ))) {
             struct fi_cq_err_entry err = {
                 .op_context = entries[i].op_context, .flags = entries[i].flags, .err = FI_EIO};
             mca_btl_ofi_context_report_error(context, &err);
-            if (MCA_BTL_OFI_OP_RECV == ((mca_btl_ofi_op_t *) entries[i].op_context)->kind
-                && (entries[i].flags & FI_RECV)) {
+            if (MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV)) {
                 mca_btl_ofi_peer_lost(context, entries[i].op_context, FI_EIO);
+            } else if (MCA_BTL_OFI_OP_RDMA == kind) {
+                mca_btl_ofi_peer_lost(context, entries[i].op_context, FI_EIO);
+                mca_btl_ofi_rdma_failed(context, entries[i].op_context, FI_EIO);
             }
             entries[i].len = 0;
             entries[i].flags &= ~FI_RECV;
@@ -412,6 +516,14 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
             entries[i].data = 1;
         } else {
             entries[i].data = 0;
+        }
+        if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_REMOTE)) {
+            /* beside this completion, the provider's report of a peer's
+             * operation on this process that failed, as udp;ofi_rxd gives
+             * it for a remote write short of its bytes */
+            struct fi_cq_err_entry err = {.err = FI_ETRUNC};
+            mca_btl_ofi_context_report_error(context, &err);
+            mca_btl_ofi_remote_failed(context, FI_ETRUNC);
         }
     }
 }
@@ -453,12 +565,17 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
             return 0;
         }
         mca_btl_ofi_context_report_error(context, &err);
-        if (NULL != err.op_context) {
-            /* the lost peer first: the failed operation's owner may end the
-             * job on it (ob1 does) without saying which peer it was */
-            mca_btl_ofi_peer_lost(context, err.op_context, err.err);
-            mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
+        if (NULL == err.op_context) {
+            mca_btl_ofi_remote_failed(context, err.err);
+            return 1;
         }
+        /* the lost peer first: the failed operation's owner may end the
+         * job on it (ob1 does) without saying which peer it was */
+        mca_btl_ofi_peer_lost(context, err.op_context, err.err);
+        if (MCA_BTL_OFI_OP_RDMA == ((mca_btl_ofi_op_t *) err.op_context)->kind) {
+            mca_btl_ofi_rdma_failed(context, err.op_context, err.err);
+        }
+        mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
         return 1;
     }
     /* messages are counted here, under the lock: their callbacks run

@@ -115,6 +115,14 @@ static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpo
     }
 }
 
+mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_completion_t *comp)
+{
+    if (mca_btl_ofi_part_done == comp->cbfunc) {
+        return ((const mca_btl_ofi_completion_t *) comp->cbcontext)->cbfunc;
+    }
+    return comp->cbfunc;
+}
+
 /*
  * A large put or get split in equal page-aligned parts over every rail
  * that reaches the peer (this one among them). The whole counts as one

@@ -104,6 +104,10 @@ enum {
     MCA_BTL_OFI_RMA_CSWAP
 };
 
+/** The callback of the layer that posted the operation COMP belongs to
+ * (for a part of a transfer split over the rails, the whole's). */
+mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_completion_t *comp);
+
 /** Post the RMA operations the provider refused earlier, in order. */
 void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 

@@ -61,6 +61,35 @@ build() { # name src [deps and flags...]
     fi
 }
 
+# Every test program, by name: its source, the headers it depends on and
+# its flags, built into tests/bin/NAME by build() when stale. The one list
+# all runners share.
+compile() { # prog
+    local inc
+    case $1 in
+    hello | putget | atomics | sync | canary) build "$1" "$tests/$1.c" ;;
+    workload | death) build "$1" "$tests/faults/$1.c" ;;
+    regexpose)
+        # it includes ompi_config.h and drives the BTL API: Open MPI's
+        # devel headers (include/openmpi) and libopen-pal
+        inc=$(mpicc --showme:incdirs | tr ' ' '\n' | grep '/openmpi$' | head -n 1)
+        build regexpose "$tests/faults/regexpose.c" \
+            "-I${inc:-/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi}" -lopen-pal
+        ;;
+    pingpong | flood | mixed | late | match | coll)
+        build "$1" "$tests/twosided/$1.c" "$tests/twosided/ts.h"
+        ;;
+    dynhosts | busy | rails) build "$1" "$tests/hosts/$1.c" ;;
+    # progress reads libopen-pal's opal_uses_threads
+    mt) build mt "$tests/threads/mt.c" "$tests/threads/mt_util.h" -pthread ;;
+    progress) build progress "$tests/threads/progress.c" "$tests/threads/mt_util.h" -pthread -lopen-pal ;;
+    *)
+        echo "compile: no test program '$1' (tests/lib.sh lists them)"
+        return 1
+        ;;
+    esac
+}
+
 passed=0
 failed=0
 skipped=0

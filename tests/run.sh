@@ -183,7 +183,7 @@ echo "libfabric: $(fi_info --version 2>/dev/null | tr '\n' ' ')"
 t0=$SECONDS
 compile_ok=1
 for prog in hello "${mpi_tests[@]}"; do
-    if ! mpicc -O2 -Wall -o "$bindir/$prog" "$here/$prog.c" >"$logdir/compile-$prog.log" 2>&1; then
+    if ! compile "$prog" >/dev/null; then
         fail "compile $prog" $((SECONDS - t0)) "mpicc failed" "$logdir/compile-$prog.log"
         compile_ok=0
     elif [[ -s $logdir/compile-$prog.log ]]; then

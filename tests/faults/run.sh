@@ -49,8 +49,13 @@
 #                     of the second run may equal one of the first.
 #   inject:PROV:CALL  tests/bin/workload all (tests/faults/workload.c) on 2
 #                     ranks with btl_ofi_inject_fault CALL@1 on rank 0 (CALL:
-#                     getinfo mr_reg write read atomic send cq; atomic is not
-#                     listed on udp;ofi_rxd, whose atomics are messages).
+#                     getinfo mr_reg write read atomic send cq rmacq; atomic
+#                     is not listed on udp;ofi_rxd, whose atomics are
+#                     messages; rmacq fails the first completion of a put,
+#                     get or atomic; remote adds, after the first
+#                     completion, the provider's error on an operation a
+#                     peer aimed at this process: no context of ours,
+#                     FI_ETRUNC).
 #                     The injection must fire (btl_ofi_verbose 1 line), the
 #                     failure must be shown exactly once with its help text
 #                     (fi call failed + the call's name, registration failed,
@@ -60,6 +65,10 @@
 #                     osc/rdma and ob1 do), or an MPI error in the
 #                     application, or a stop through the component's error
 #                     callback / ob1 -- never WRONG DATA, a crash or a hang.
+#                     rmacq and remote must stop the job through btl/ofi's
+#                     error callback naming the failed operation:
+#                     osc/rdma ignores the status of a failed put, get or
+#                     atomic, so going on would lose data silently.
 #                     getinfo (fails fi_getinfo): on every rank with btl
 #                     ofi,self the component steps aside ("no usable
 #                     libfabric provider") and MPI_Init stops the job
@@ -137,7 +146,7 @@ else
     # provider (endurance.sh) found nothing 20 did not
     njobs=${BTL_OFI_FAULT_JOBS:-20}
 fi
-inject_calls="getinfo mr_reg write read atomic send cq"
+inject_calls="getinfo mr_reg write read atomic send cq rmacq remote"
 # seconds a job may take to end after its rank was killed
 death_limit=30
 
@@ -187,21 +196,6 @@ fi
 # shellcheck source=tests/lib.sh
 source "$tests/lib.sh"
 runner_help "$0" "$@"
-
-compile() { # prog
-    case $1 in
-    workload | death) build "$1" "$here/$1.c" ;;
-    regexpose)
-        # it includes ompi_config.h and drives the BTL API: Open MPI's
-        # devel headers (include/openmpi) and libopen-pal
-        local inc
-        inc=$(mpicc --showme:incdirs | tr ' ' '\n' | grep '/openmpi$' | head -n 1)
-        build regexpose "$here/regexpose.c" "-I${inc:-/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi}" -lopen-pal
-        ;;
-    hello | putget) build "$1" "$tests/$1.c" ;;
-    pingpong) build pingpong "$tests/twosided/pingpong.c" "$tests/twosided/ts.h" ;;
-    esac
-}
 
 # Open MPI 4.1.4 loses show_help messages (about one run in two with two
 # ranks reporting): mpirun prints this instead of the message
@@ -500,7 +494,7 @@ run_regexpose() { # label prov pname log t0
 inject_header() {
     case $1 in
     mr_reg) echo 'btl/ofi: memory registration failed\.' ;;
-    cq) echo 'btl/ofi: an operation completed with an error\.' ;;
+    cq | rmacq | remote) echo 'btl/ofi: an operation completed with an error\.' ;;
     *) echo 'btl/ofi: a libfabric call failed\.' ;;
     esac
 }
@@ -512,14 +506,17 @@ inject_detail() {
     read) echo 'Call: +fi_read$' ;;
     atomic) echo 'Call: +fi_(fetch_|compare_)?atomic$' ;;
     send) echo 'Call: +fi_(t?send|t?inject)$' ;;
-    cq) echo 'Error: +5 \(Input/output error\)' ;;
+    cq | rmacq) echo 'Error: +5 \(Input/output error\)' ;;
+    remote) echo 'Error: +265 \(Truncation error\)' ;;
     esac
 }
 
 # how a workload run ended, or "" when it did not end cleanly
 inject_outcome() { # log rc
     local log=$1 rc=$2 m
-    if ((rc == 0)) && grep -qx 'OK workload' "$log"; then
+    if m=$(grep -m1 -oE 'btl/ofi on [^ ]+: (a one-sided operation|provider .* reported an error) .*the job cannot continue' "$log") && [[ -n $m ]]; then
+        echo "the job was stopped by btl/ofi's error callback: '$(cut -c1-160 <<<"$m")'"
+    elif ((rc == 0)) && grep -qx 'OK workload' "$log"; then
         echo "the upper layer recovered: OK workload, every byte checked"
     elif m=$(grep -m1 -o 'workload: rank [0-9]*: MPI error from .*' "$log") && [[ -n $m ]]; then
         echo "MPI error in the application: ${m#workload: }"
@@ -619,15 +616,26 @@ run_inject() { # label prov call log t0
         return
     fi
 
+    # rmacq stops the job while rank 1 may have operations in flight to
+    # rank 0: rank 1 then reports its own failures as the job is torn
+    # down. Every message is printed whole (no aggregation), and only
+    # rank 0's reports (those naming peer rank 1) count as the injected
+    # failure's
+    local -a extra=()
+    [[ $call == rmacq ]] && extra=(--mca orte_base_help_aggregate 0)
     for attempt in 1 2 3 4 5 6 7 8; do
         alog=${log%.log}-try$attempt.log
         : >"$alog"
         WORKLOAD_FAULT_RANK=0 WORKLOAD_FAULT=$call@1 run_logged "$alog" 60 "$ofirun" -np 2 \
-            --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
+            --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 "${extra[@]}" \
             "$bindir/workload" all -n 3
         rc=$?
         cat "$alog" >>"$log"
-        n=$(grep -cE "$hdr" "$alog")
+        if [[ $call == rmacq ]]; then
+            n=$(grep -A4 -E "$hdr" "$alog" | grep -cE '^ *Peer: +\[\[[0-9]+,[0-9]+\],1\] ')
+        else
+            n=$(grep -cE "$hdr" "$alog")
+        fi
         ((n >= 1 || rc == 124 || rc == 137)) && break
         help_lost "$alog" || break
         lost=$((lost + 1))
@@ -660,6 +668,12 @@ run_inject() { # label prov call log t0
     fi
     if ((${#why[@]} == 0)) && [[ -z $outcome ]]; then
         why+=("the job ended without a result (exit code $rc): $(first_fail "$alog")")
+    elif [[ $call == rmacq && $outcome != *"one-sided operation"* ]]; then
+        # osc/rdma ignores a failed put/get/atomic: going on would hide lost data
+        why+=("a failed put/get/atomic did not stop the job through btl/ofi's error callback (osc/rdma ignores the status, so data would be lost silently): ${outcome:-exit code $rc}")
+    elif [[ $call == remote && $outcome != *"aimed at this process"* ]]; then
+        # the peer was told nothing: only this process can stop the job
+        why+=("a failed operation of a peer on this process did not stop the job through btl/ofi's error callback (the peer believes it done, this memory may lack its bytes): ${outcome:-exit code $rc}")
     fi
     if ((${#why[@]})); then
         report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${why[@]}" | sed 's/; $//')" "$alog"

@@ -139,18 +139,6 @@ list_cases() {
     done
 }
 
-compile() { # prog
-    case $1 in
-    putget | atomics | sync | canary) build "$1" "$tests/$1.c" ;;
-    dynhosts) build dynhosts "$here/dynhosts.c" ;;
-    death) build death "$tests/faults/death.c" ;;
-    busy) build busy "$here/busy.c" ;;
-    rails) build rails "$here/rails.c" ;;
-    mt) build mt "$tests/threads/mt.c" "$tests/threads/mt_util.h" -pthread ;;
-    pingpong | flood | mixed | late) build "$1" "$tests/twosided/$1.c" "$tests/twosided/ts.h" ;;
-    esac
-}
-
 # hosts for the whole run; removed on every exit path
 hosts_ready=0
 need_hosts() { # [rails]

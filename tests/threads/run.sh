@@ -128,11 +128,6 @@ fi
 source "$tests/lib.sh"
 runner_help "$0" "$@"
 
-compile() { # prog: build tests/bin/prog from tests/threads/prog.c when stale
-    # (progress reads libopen-pal's opal_uses_threads)
-    build "$1" "$here/$1.c" "$here/mt_util.h" -pthread $([[ $1 == progress ]] && echo -lopen-pal)
-}
-
 # ------------------------------------------------------------------ one case
 run_case() {
     local c=$1 group pname prov a b label log t0 rc why

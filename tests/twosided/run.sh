@@ -103,10 +103,6 @@ fi
 source "$tests/lib.sh"
 runner_help "$0" "$@"
 
-compile() { # prog: build tests/bin/prog from tests/twosided/prog.c when stale
-    build "$1" "$here/$1.c" "$here/ts.h"
-}
-
 check_result() { # label log rc okname t0 detail
     local label=$1 log=$2 rc=$3 okname=$4 t0=$5 detail=$6 secs what
     secs=$((SECONDS - t0))
