@@ -107,6 +107,10 @@ void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info);
 int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
+/** Stop the job through the upper layer's error callback with INFO naming
+ * PROC (or NULL) and the cause; without a callback INFO is printed. Not
+ * while the module closes. */
+void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info);
 
 /** fi_close; a failure is reported at verbose level 1 with fi_strerror,
  * WHAT naming the object. Every libfabric object is closed through it. */

@@ -317,11 +317,12 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                                              const struct fi_cq_err_entry *err)
 {
     mca_btl_ofi_endpoint_t *endpoint = NULL;
-    char detail[256] = "", peer[256] = "unknown (a peer's operation on this process)";
+    char detail[256] = "", peer[256];
 
+    snprintf(peer, sizeof(peer), "unknown (%s)",
+             NULL == err->op_context ? "a peer's operation on this process" : "a receive");
     if (NULL != err->op_context) {
         endpoint = mca_btl_ofi_op_endpoint(err->op_context);
-        snprintf(peer, sizeof(peer), "unknown (a receive)");
     }
     if (NULL != endpoint && NULL != endpoint->proc) {
         snprintf(peer, sizeof(peer), "%s on %s", OPAL_NAME_PRINT(endpoint->proc->proc_name),
@@ -350,13 +351,11 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
         if (mca_btl_ofi_dead_sender(module)) {
             return;
         }
-        if (!module->closing && NULL != module->error_cb) {
-            snprintf(info, sizeof(info),
-                     "btl/ofi on %s lost an incoming message (receive completed with error: "
-                     "%s); the job cannot continue without it",
-                     opal_process_info.nodename, fi_strerror(err));
-            module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, NULL, info);
-        }
+        snprintf(info, sizeof(info),
+                 "btl/ofi on %s lost an incoming message (receive completed with error: "
+                 "%s); the job cannot continue without it",
+                 opal_process_info.nodename, fi_strerror(err));
+        mca_btl_ofi_module_fatal(module, NULL, info);
         return;
     }
     switch (err) {
@@ -374,21 +373,6 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
          * (in /proc on this host, by a probe on another) */
         mca_btl_ofi_endpoint_suspect(module, endpoint);
         break;
-    }
-}
-
-/* Stop the job through the upper layer's error callback with INFO (ob1's
- * callback ends it naming the text); without a callback the text is at
- * least printed. */
-static void mca_btl_ofi_context_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info)
-{
-    if (module->closing) {
-        return;
-    }
-    if (NULL != module->error_cb) {
-        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, info);
-    } else {
-        opal_output(0, "%s", info);
     }
 }
 
@@ -416,7 +400,8 @@ static bool mca_btl_ofi_owner_ignores_status(mca_btl_base_rdma_completion_fn_t c
                         NULL != where.dli_sname ? where.dli_sname : "?",
                         NULL != where.dli_fname ? where.dli_fname : "?");
     return (NULL != where.dli_fname && NULL != strstr(where.dli_fname, "mca_osc_rdma"))
-           || (NULL != where.dli_sname && 0 == strncmp(where.dli_sname, "ompi_osc_rdma_", 14));
+           || (NULL != where.dli_sname
+               && 0 == strncmp(where.dli_sname, "ompi_osc_rdma_", sizeof("ompi_osc_rdma_") - 1));
 }
 
 /* A put, get or atomic that failed while its peer is not known lost and
@@ -441,7 +426,7 @@ static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_con
              opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
              NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
              fi_strerror(err));
-    mca_btl_ofi_context_fatal(context->module, endpoint->proc, info);
+    mca_btl_ofi_module_fatal(context->module, endpoint->proc, info);
 }
 
 /* An error completion with no context of ours: the provider failed an
@@ -468,7 +453,20 @@ static void mca_btl_ofi_remote_failed(mca_btl_ofi_context_t *context, int err)
              "this process; what it wrote here may be incomplete: the job cannot continue",
              opal_process_info.nodename, context->module->info->fabric_attr->prov_name,
              fi_strerror(err));
-    mca_btl_ofi_context_fatal(context->module, NULL, info);
+    mca_btl_ofi_module_fatal(context->module, NULL, info);
+}
+
+/* What a failed operation of ours means beyond its report: its peer may
+ * be lost, and a failed put/get/atomic whose owner will not look at the
+ * status stops the job. */
+static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
+{
+    /* the lost peer first: the failed operation's owner may end the job on
+     * it (ob1 does) without saying which peer it was */
+    mca_btl_ofi_peer_lost(context, op_context, err);
+    if (MCA_BTL_OFI_OP_RDMA == ((mca_btl_ofi_op_t *) op_context)->kind) {
+        mca_btl_ofi_rdma_failed(context, op_context, err);
+    }
 }
 
 /* One completion, to the object that posted it. */
@@ -504,11 +502,9 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
             struct fi_cq_err_entry err = {
                 .op_context = entries[i].op_context, .flags = entries[i].flags, .err = FI_EIO};
             mca_btl_ofi_context_report_error(context, &err);
-            if (MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV)) {
-                mca_btl_ofi_peer_lost(context, entries[i].op_context, FI_EIO);
-            } else if (MCA_BTL_OFI_OP_RDMA == kind) {
-                mca_btl_ofi_peer_lost(context, entries[i].op_context, FI_EIO);
-                mca_btl_ofi_rdma_failed(context, entries[i].op_context, FI_EIO);
+            if ((MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV))
+                || MCA_BTL_OFI_OP_RDMA == kind) {
+                mca_btl_ofi_op_failed(context, entries[i].op_context, FI_EIO);
             }
             entries[i].len = 0;
             entries[i].flags &= ~FI_RECV;
@@ -569,12 +565,7 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
             mca_btl_ofi_remote_failed(context, err.err);
             return 1;
         }
-        /* the lost peer first: the failed operation's owner may end the
-         * job on it (ob1 does) without saying which peer it was */
-        mca_btl_ofi_peer_lost(context, err.op_context, err.err);
-        if (MCA_BTL_OFI_OP_RDMA == ((mca_btl_ofi_op_t *) err.op_context)->kind) {
-            mca_btl_ofi_rdma_failed(context, err.op_context, err.err);
-        }
+        mca_btl_ofi_op_failed(context, err.op_context, err.err);
         mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
         return 1;
     }

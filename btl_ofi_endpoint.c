@@ -206,22 +206,13 @@ void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
     first = !endpoint->lost;
     endpoint->lost = true;
     MCA_BTL_OFI_UNLOCK(&module->lock);
-    if (!first || module->closing || NULL == module->error_cb || NULL == endpoint->proc) {
+    if (!first || NULL == endpoint->proc) {
         return;
     }
     snprintf(info, sizeof(info), "btl/ofi on %s lost contact with peer %s on %s: %s",
              opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
              NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?", why);
-    if (!OPAL_PROC_ON_LOCAL_NODE(endpoint->proc->proc_flags)) {
-        /* when a whole host is lost, the runtime tears the job down at
-         * once (its daemon there is gone too), and what this process
-         * writes to its stderr is forwarded by daemons that are being
-         * stopped: the text the upper layer prints from the callback is
-         * lost. A help message travels to mpirun by the runtime's own
-         * channel and arrives. */
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "peer lost", true, info);
-    }
-    module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, endpoint->proc, info);
+    mca_btl_ofi_module_fatal(module, endpoint->proc, info);
 }
 
 bool mca_btl_ofi_endpoint_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)

@@ -368,6 +368,19 @@ static int64_t mca_btl_ofi_rma_outstanding(const mca_btl_ofi_module_t *module)
     return total;
 }
 
+void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info)
+{
+    if (module->closing) {
+        return;
+    }
+    if (NULL != module->error_cb) {
+        /* ob1's callback ends the job, printing INFO */
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, info);
+    } else {
+        opal_output(0, "%s", info);
+    }
+}
+
 /* Every operation completes with FI_DELIVERY_COMPLETE semantics (reads and
  * fetching atomics return data from the target, emulated atomics complete
  * on the target's reply), so once no put, get or atomic is outstanding
