@@ -277,18 +277,22 @@ static int mca_btl_ofi_component_register(void)
         "peer_check_interval",
         "Milliseconds between checks that the peers on this host still exist; a peer found "
         "gone (killed, crashed) is reported to the upper layer, which ends the job naming it, "
-        "and operations to it fail at once. 0 or less: never check",
+        "and operations to it fail at once (stalled peers on other hosts are looked at every "
+        "100 ms, or this often if less). 0 or less: never check, never probe",
         &c->peer_check_interval, OPAL_INFO_LVL_5, NULL);
 
-    c->peer_probe_after = 5;
-    (void) mca_btl_ofi_reg_int(
-        "peer_probe_after",
-        "Seconds a peer on another host may leave our operations to it uncompleted before its "
-        "host is probed (a TCP connection attempt to a closed port: a live kernel answers at "
-        "once, even while the peer computes outside MPI); a host that does not answer within "
-        "btl_ofi_peer_probe_timeout is reported lost (host down, link cut). 0 or less: never "
-        "probe (e.g. where a firewall drops such probes)",
-        &c->peer_probe_after, OPAL_INFO_LVL_5, NULL);
+    c->peer_probe_after = 0.5;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "peer_probe_after",
+        "Seconds (fractions allowed) a peer on another host may leave our operations to it "
+        "uncompleted before its host is probed (a TCP connection attempt to a port of the "
+        "peer's: a live kernel answers at once, even while the peer computes outside MPI; "
+        "while it keeps answering, the wait before the next probe doubles, up to 8 s or this "
+        "value); a host that does not answer within btl_ofi_peer_probe_timeout is reported "
+        "lost (host down, link cut). 0 or less: never probe (e.g. where a firewall drops such "
+        "probes)",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->peer_probe_after);
     c->peer_probe_timeout = 3;
     (void) mca_btl_ofi_reg_int("peer_probe_timeout",
                                "Seconds a probe of a peer's host may go unanswered (see "

@@ -309,7 +309,8 @@ static bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_
  * port of its own (published in the modex) and the kernel completes
  * connections to it whatever the process is doing. So when our operations
  * to such a peer stand still for btl_ofi_peer_probe_after seconds, we
- * connect to its listener: accepted, it lives (the wait starts again);
+ * connect to its listener: accepted, it lives (the wait starts again,
+ * twice as long);
  * refused, its host lives but the process is gone; no answer within
  * btl_ofi_peer_probe_timeout seconds (or "no route"), its host is down or
  * cut off, and every peer on that host is lost. The listener's queue is
@@ -320,6 +321,7 @@ typedef struct mca_btl_ofi_probe_t {
     int fd;
     int err; /* the verdict once known: 0 alive, else why it is not */
     double started;
+    double stalled_since; /* when the operations that called for it stood still */
 } mca_btl_ofi_probe_t;
 
 static bool mca_btl_ofi_same_addr(const struct sockaddr_storage *a,
@@ -359,6 +361,9 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
  * long for it here, so that a peer that died is named before the runtime
  * tears the job down; anything slower is left to the periodic check. */
 #define MCA_BTL_OFI_SUSPECT_WAIT_MS 200
+
+/* most milliseconds between two looks at stalled peers on other hosts */
+#define MCA_BTL_OFI_STALL_SCAN_MS 100
 
 void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
@@ -405,7 +410,8 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
 }
 
 static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
-                                    const struct sockaddr_storage *host, double now)
+                                    const struct sockaddr_storage *host, double now,
+                                    double stalled_since)
 {
     mca_btl_ofi_probe_t *probe, *grown;
     socklen_t len;
@@ -425,6 +431,7 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
     memcpy(&probe->host, host, sizeof(*host));
     len = AF_INET == host->ss_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     probe->started = now;
+    probe->stalled_since = stalled_since;
     probe->err = EINPROGRESS;
     probe->fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (probe->fd < 0) {
@@ -470,10 +477,12 @@ static int mca_btl_ofi_probe_verdict(mca_btl_ofi_probe_t *probe, double now)
 static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
                                    mca_btl_ofi_endpoint_t **lost, char (*why)[200])
 {
-    int after = mca_btl_ofi_component.peer_probe_after, n = 0;
+    double after = mca_btl_ofi_component.peer_probe_after;
+    double most = after > 8.0 ? after : 8.0;
     mca_btl_ofi_endpoint_t *endpoint;
+    int n = 0;
 
-    if (after <= 0) {
+    if (after <= 0.0) {
         return 0;
     }
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
@@ -483,14 +492,20 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
         }
         if (endpoint->suspect) {
             endpoint->suspect = false;
-            mca_btl_ofi_probe_start(module, &endpoint->host, now);
+            mca_btl_ofi_probe_start(module, &endpoint->host, now, now);
         } else if (endpoint->posted == done || done != endpoint->seen_completed
                    || 0.0 == endpoint->stall_since) {
             endpoint->seen_completed = done;
+            endpoint->stall_began = endpoint->stall_since = now;
+            endpoint->probe_wait = after;
+        } else if (now - endpoint->stall_since >= endpoint->probe_wait) {
+            /* a peer that answers but stays busy is probed less and less
+             * often, so that a long computation outside MPI does not fill
+             * its listener's queue (it empties it only when it progresses) */
             endpoint->stall_since = now;
-        } else if (now - endpoint->stall_since >= (double) after) {
-            endpoint->stall_since = now; /* an answer re-arms the wait */
-            mca_btl_ofi_probe_start(module, &endpoint->host, now);
+            endpoint->probe_wait =
+                2.0 * endpoint->probe_wait < most ? 2.0 * endpoint->probe_wait : most;
+            mca_btl_ofi_probe_start(module, &endpoint->host, now, endpoint->stall_began);
         }
     }
     for (int i = 0; i < module->num_probes; ++i) {
@@ -512,14 +527,14 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
             if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->host, &probe->host)) {
                 snprintf(why[n], sizeof(why[n]),
                          "the process no longer exists (its host %s refused our liveness "
-                         "probe; our operations to it stood still %d s)",
-                         name, after);
+                         "probe; our operations to it stood still %.1f s)",
+                         name, now - probe->stalled_since);
             } else if (ECONNREFUSED != err
                        && mca_btl_ofi_same_host(&endpoint->host, &probe->host)) {
                 snprintf(why[n], sizeof(why[n]),
                          "its host %s does not answer (probe: %s): host down or network "
-                         "link cut; our operations to it stood still %d s",
-                         name, strerror(err), after);
+                         "link cut; our operations to it stood still %.1f s",
+                         name, strerror(err), now - probe->stalled_since);
             } else {
                 continue;
             }
@@ -613,7 +628,6 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
  */
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
 {
-    static double next_check = 0.0;
     mca_btl_ofi_endpoint_t *endpoint, *dead = NULL, **lost = NULL;
     char(*why)[200] = NULL;
     int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0;
@@ -624,13 +638,25 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
         return;
     }
     now = mca_btl_ofi_seconds();
-    if (now < next_check) {
+    if (now < module->next_check) {
         MCA_BTL_OFI_UNLOCK(&module->lock);
         return;
     }
-    next_check = now + 1e-3 * (double) interval;
+    /* stalls of peers on other hosts are looked at every tenth of a second
+     * at least (a walk of the list comparing counters, cheap), so that a
+     * dead host is named within a second, before the runtime, which ends
+     * the job about a second after it loses a daemon; /proc, which costs a
+     * file read per same-host peer, every btl_ofi_peer_check_interval ms */
+    module->next_check =
+        now
+        + 1e-3
+              * (double) (interval < MCA_BTL_OFI_STALL_SCAN_MS ? interval
+                                                               : MCA_BTL_OFI_STALL_SCAN_MS);
     mca_btl_ofi_probe_drain(module);
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (now < module->next_proc) {
+            break;
+        }
         if (!endpoint->checkable || endpoint->lost) {
             continue;
         }
@@ -647,6 +673,9 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
             dead = endpoint;
             OBJ_RETAIN(dead);
         }
+    }
+    if (now >= module->next_proc) {
+        module->next_proc = now + 1e-3 * (double) interval;
     }
     count = opal_list_get_size(&module->endpoints);
     if (count > 0) {

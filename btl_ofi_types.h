@@ -181,8 +181,10 @@ struct mca_btl_base_endpoint_t {
      * its completions stood still since (seconds; liveness probes) */
     struct sockaddr_storage host;
     int64_t seen_completed;
-    double stall_since;
-    bool suspect; /* an error without a clear cause: probe it at the next check */
+    double stall_began; /* since when nothing completed, for the report */
+    double stall_since; /* since the last probe (or stall_began) */
+    double probe_wait;  /* stall before the next probe: doubles while it answers */
+    bool suspect;       /* an error without a clear cause: probe it at the next check */
     /* the peer's rail this endpoint talks to (index of its keys in the
      * peer's registration handles), and the same peer's endpoints on our
      * other rails, found when a transfer is first split over them */
@@ -249,6 +251,8 @@ typedef struct mca_btl_ofi_module_t {
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;
     int probe_listener; /* our liveness listener (peers probe it), 0: none */
+    double next_check;  /* when peers are next checked (seconds) */
+    double next_proc;   /* when same-host peers are next looked up in /proc */
     /* the rail: index among this process's modules, and the subnet of its
      * interface (IP providers; family 0 otherwise), which pairs it with the
      * peer's module on the same subnet */
@@ -271,7 +275,7 @@ typedef struct mca_btl_ofi_component_t {
     bool disable_sep;
     int progress_threshold;
     int peer_check_interval; /* ms between checks of same-host peers, <= 0: never */
-    int peer_probe_after;    /* s a peer's operations may stand still before its host is probed */
+    double peer_probe_after; /* s a peer's operations may stand still before its host is probed */
     int peer_probe_timeout;  /* s a probe may go unanswered before the host is lost */
     int num_cq_read;
     int rd_num;

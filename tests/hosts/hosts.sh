@@ -169,6 +169,19 @@ hosts_up() {
         done
         ((i > 0)) && echo "h$i" >>"$state/hosts"
     done
+    # Once a job aborts, Open MPI 4.1's mpirun sends every daemon the order
+    # to kill its ranks and waits for each to answer. A daemon behind a cut
+    # link never answers, and the runtime's keepalive (run.sh lowers it)
+    # no longer applies to a connection with data in flight: mpirun then
+    # waits until TCP gives up retransmitting (net.ipv4.tcp_retries2,
+    # 15 by default: about 15 minutes). Measured: a job btl/ofi stopped
+    # 3.5 s after h2's link was cut still ran 120 s later. The head node
+    # gives up after 5 retransmissions (about 13 s; 3 also ended jobs
+    # whose daemon merely waited behind ranks polling on this 2-core
+    # machine: udp;ofi_rxd busy, 1 of 1), as a site that wants jobs to end
+    # when a host is lost would configure it (README: a lost host).
+    ip netns exec "${nsprefix}0" sysctl -q -w net.ipv4.tcp_retries2=5 ||
+        hosts_die "cannot set net.ipv4.tcp_retries2 on h0"
     {
         for ((i = 1; i <= n; i++)); do
             echo "h$i slots=2"
