@@ -28,8 +28,9 @@
 #define MCA_BTL_OFI_CQ_BATCH_MAX 128
 
 /* The context index of the calling thread, -1 until its first operation.
- * There is a single module per process, so one index per thread suffices. */
-static __thread int mca_btl_ofi_thread_context = -1;
+ * Every module (rail) has as many contexts, so one index per thread
+ * serves them all. initial-exec: see mca_btl_ofi_component_progress. */
+static __thread int mca_btl_ofi_thread_context __attribute__((tls_model("initial-exec"))) = -1;
 
 mca_btl_ofi_context_t *mca_btl_ofi_context_select(mca_btl_ofi_module_t *module)
 {
@@ -469,9 +470,19 @@ static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, void *op_conte
     }
 }
 
+/* A message received, for the MPI_T counters. Unlocked: two threads may
+ * deliver completions of one context at once (a locked add then, as
+ * mca_btl_ofi_add64 does). */
+static inline void mca_btl_ofi_count_recv(mca_btl_ofi_context_t *context, size_t len)
+{
+    mca_btl_ofi_add64((volatile int64_t *) &context->counters.recv_count, 1);
+    mca_btl_ofi_add64((volatile int64_t *) &context->counters.recv_bytes, (int64_t) len);
+}
+
 /* One completion, to the object that posted it. */
-static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context,
-                                        uint64_t flags, size_t len, void *buf, int status)
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context, uint64_t flags, size_t len,
+                     void *buf, int status)
 {
     switch (((mca_btl_ofi_op_t *) op_context)->kind) {
     case MCA_BTL_OFI_OP_RDMA:
@@ -481,6 +492,9 @@ static inline void mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op
         mca_btl_ofi_frag_sent(mca_btl_ofi_frag_from_op(op_context), status);
         break;
     default:
+        if ((flags & FI_RECV) && len > 0 && OPAL_SUCCESS == status) {
+            mca_btl_ofi_count_recv(context, len);
+        }
         mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context, flags,
                                  OPAL_SUCCESS == status ? len : 0, buf);
         break;
@@ -525,34 +539,28 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
 }
 #endif
 
-int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+/* Operations parked on the context (replies, receive buffers, sends,
+ * RMA the provider refused for now), run once its lock is released. */
+static void mca_btl_ofi_backlogs(mca_btl_ofi_context_t *context, bool msgs, bool rdma)
 {
-    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
-    struct fi_cq_err_entry err;
-    ssize_t count;
-    int batch = mca_btl_ofi_component.num_cq_read;
-    bool msg_backlog, rdma_backlog;
+    if (msgs) {
+        mca_btl_ofi_backlog_msgs(context);
+    }
+    if (rdma) {
+        mca_btl_ofi_backlog_rdma(context);
+    }
+}
 
-    /* another thread is draining this context: nothing to add */
-    if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
-        return 0;
-    }
-    /* read under the lock (other threads queue to them); what callbacks
-     * below add is posted by the next call */
-    msg_backlog = !opal_list_is_empty(&context->pending) || NULL != context->repost
-                  || !opal_list_is_empty(&context->sendq);
-    rdma_backlog = !opal_list_is_empty(&context->rdmaq);
-    if (OPAL_UNLIKELY(context->deferred_count > 0)) {
-        /* what the progress thread read comes first, in queue order */
-        count = context->deferred_count < batch ? context->deferred_count : batch;
-        memcpy(entries, context->deferred, (size_t) count * sizeof(entries[0]));
-        context->deferred_count -= (int) count;
-        memmove(context->deferred, context->deferred + count,
-                (size_t) context->deferred_count * sizeof(entries[0]));
-    } else {
-        count = fi_cq_read(context->cq, entries, batch);
-    }
-    if (OPAL_UNLIKELY(-FI_EAVAIL == count)) {
+/* A read that returned no completion (COUNT <= 0), with the lock held: an
+ * error entry to read and deliver, the provider's own failure, or nothing
+ * (-FI_EAGAIN); the backlogs found under the lock run in the last two
+ * cases. Releases the lock. */
+static int mca_btl_ofi_context_idle(mca_btl_ofi_context_t *context, ssize_t count, bool msgs,
+                                    bool rdma)
+{
+    struct fi_cq_err_entry err;
+
+    if (-FI_EAVAIL == count) {
         memset(&err, 0, sizeof(err));
         count = fi_cq_readerr(context->cq, &err, 0);
         MCA_BTL_OFI_UNLOCK(&context->lock);
@@ -569,18 +577,50 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
         mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
         return 1;
     }
-    /* messages are counted here, under the lock: their callbacks run
-     * unlocked, possibly in two threads draining the same context */
-    for (ssize_t i = 0; i < count; ++i) {
-        if ((entries[i].flags & FI_RECV) && entries[i].len > 0) {
-            context->counters.recv_count++;
-            context->counters.recv_bytes += entries[i].len;
-        }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    mca_btl_ofi_backlogs(context, msgs, rdma);
+    if (OPAL_UNLIKELY(-FI_EAGAIN != count && 0 != count)) {
+        MCA_BTL_OFI_REPORT("fi_cq_read", count);
+    }
+    return 0;
+}
+
+int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+{
+    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
+    int batch = mca_btl_ofi_component.num_cq_read;
+    bool msgs = false, rdma = false;
+    ssize_t count;
+
+    /* another thread is draining this context: nothing to add */
+    if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
+        return 0;
+    }
+    if (OPAL_UNLIKELY(context->parked)) {
+        /* read under the lock (other threads queue to them); what callbacks
+         * below add is posted by the next call */
+        msgs = !opal_list_is_empty(&context->pending) || NULL != context->repost
+               || !opal_list_is_empty(&context->sendq);
+        rdma = !opal_list_is_empty(&context->rdmaq);
+        context->parked = msgs || rdma;
+    }
+    if (OPAL_UNLIKELY(context->deferred_count > 0)) {
+        /* what the progress thread read comes first, in queue order */
+        count = context->deferred_count < batch ? context->deferred_count : batch;
+        memcpy(entries, context->deferred, (size_t) count * sizeof(entries[0]));
+        context->deferred_count -= (int) count;
+        memmove(context->deferred, context->deferred + count,
+                (size_t) context->deferred_count * sizeof(entries[0]));
+    } else {
+        count = fi_cq_read(context->cq, entries, batch);
+    }
+    if (count <= 0) {
+        return mca_btl_ofi_context_idle(context, count, msgs, rdma);
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
 #if MCA_BTL_OFI_FAULT_INJECTION
-    if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed) && count > 0) {
+    if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed)) {
         mca_btl_ofi_fault_completions(context, entries, count);
     }
 #endif
@@ -590,17 +630,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
             context, entries[i].op_context, entries[i].flags, entries[i].len, entries[i].buf,
             OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
     }
-    if (OPAL_UNLIKELY(msg_backlog)) {
-        mca_btl_ofi_backlog_msgs(context);
+    if (OPAL_UNLIKELY(msgs || rdma)) {
+        mca_btl_ofi_backlogs(context, msgs, rdma);
     }
-    if (OPAL_UNLIKELY(rdma_backlog)) {
-        mca_btl_ofi_backlog_rdma(context);
-    }
-    if (OPAL_UNLIKELY(count < 0 && -FI_EAGAIN != count)) {
-        MCA_BTL_OFI_REPORT("fi_cq_read", count);
-        return 0;
-    }
-    return count > 0 ? (int) count : 0;
+    return (int) count;
 }
 
 /* ---------------------------------------------------------- progress thread */
@@ -644,8 +677,7 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
     for (ssize_t i = 0; i < count; ++i) {
         if (mca_btl_ofi_msg_is_amo_request(context, entries + i)) {
             serve[nserve++] = (int) i;
-            context->counters.recv_count++;
-            context->counters.recv_bytes += entries[i].len;
+            mca_btl_ofi_count_recv(context, entries[i].len);
         } else {
             context->deferred[context->deferred_count++] = entries[i];
         }

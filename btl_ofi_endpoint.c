@@ -362,35 +362,50 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
  * tears the job down; anything slower is left to the periodic check. */
 #define MCA_BTL_OFI_SUSPECT_WAIT_MS 200
 
+/* room for why a peer was lost (the lost-peer line adds who and where) */
+#define MCA_BTL_OFI_WHY_LEN 320
+
 /* most milliseconds between two looks at stalled peers on other hosts */
 #define MCA_BTL_OFI_STALL_SCAN_MS 100
 
-void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+/* Connect to a liveness listener and wait up to WAIT_MS for the verdict:
+ * 0 accepted, EINPROGRESS no answer yet, else why not (ECONNREFUSED: the
+ * host answered, the process is gone). */
+static int mca_btl_ofi_probe_now(const struct sockaddr_storage *host, int wait_ms)
 {
     struct pollfd pfd = {.events = POLLOUT};
     socklen_t len = sizeof(int);
-    char name[INET6_ADDRSTRLEN], why[200];
     int err = EINPROGRESS;
+
+    pfd.fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (pfd.fd < 0) {
+        return errno;
+    }
+    if (0
+        == connect(pfd.fd, (const struct sockaddr *) host,
+                   AF_INET == host->ss_family ? sizeof(struct sockaddr_in)
+                                              : sizeof(struct sockaddr_in6))) {
+        err = 0;
+    } else if (EINPROGRESS != errno) {
+        err = errno;
+    } else if (1 == poll(&pfd, 1, wait_ms)
+               && 0 != getsockopt(pfd.fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+        err = errno;
+    }
+    close(pfd.fd);
+    return err;
+}
+
+void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    char name[INET6_ADDRSTRLEN], why[MCA_BTL_OFI_WHY_LEN];
+    int err;
 
     if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->checkable
         || 0 == endpoint->host.ss_family || endpoint->lost) {
         return;
     }
-    pfd.fd = socket(endpoint->host.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (pfd.fd >= 0) {
-        if (0
-            == connect(pfd.fd, (const struct sockaddr *) &endpoint->host,
-                       AF_INET == endpoint->host.ss_family ? sizeof(struct sockaddr_in)
-                                                           : sizeof(struct sockaddr_in6))) {
-            err = 0;
-        } else if (EINPROGRESS != errno) {
-            err = errno;
-        } else if (1 == poll(&pfd, 1, MCA_BTL_OFI_SUSPECT_WAIT_MS)
-                   && 0 != getsockopt(pfd.fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
-            err = errno;
-        }
-        close(pfd.fd);
-    }
+    err = mca_btl_ofi_probe_now(&endpoint->host, MCA_BTL_OFI_SUSPECT_WAIT_MS);
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "probe of peer %s after an error: %s",
                         OPAL_NAME_PRINT(endpoint->proc->proc_name),
                         EINPROGRESS == err ? "no answer yet"
@@ -473,9 +488,10 @@ static int mca_btl_ofi_probe_verdict(mca_btl_ofi_probe_t *probe, double now)
 
 /* Under the module lock: start probes for stalled peers' hosts, collect
  * the peers of hosts found lost (retained) into lost[] (room for every
- * endpoint); returns how many. */
+ * endpoint), with the probe's verdict in errs[]; returns how many. */
 static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
-                                   mca_btl_ofi_endpoint_t **lost, char (*why)[200])
+                                   mca_btl_ofi_endpoint_t **lost, char (*why)[MCA_BTL_OFI_WHY_LEN],
+                                   int *errs)
 {
     double after = mca_btl_ofi_component.peer_probe_after;
     double most = after > 8.0 ? after : 8.0;
@@ -539,6 +555,7 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
                 continue;
             }
             OBJ_RETAIN(endpoint);
+            errs[n] = err;
             lost[n++] = endpoint;
         }
         if (probe->fd >= 0) {
@@ -619,6 +636,59 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
     module->num_probes = 0;
 }
 
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
+                                                     mca_btl_ofi_module_t *rail)
+{
+    mca_btl_ofi_endpoint_t *peer = endpoint->rail_peers[rail->rail];
+
+    if (OPAL_LIKELY(NULL != peer)) {
+        return peer;
+    }
+    MCA_BTL_OFI_LOCK(&rail->lock);
+    if (OPAL_SUCCESS
+        != opal_hash_table_get_value_uint64(
+            &rail->endpoints_by_proc, (uint64_t) (uintptr_t) endpoint->proc, (void **) &peer)) {
+        peer = NULL;
+    }
+    MCA_BTL_OFI_UNLOCK(&rail->lock);
+    endpoint->rail_peers[rail->rail] = peer; /* racing threads store the same */
+    return peer;
+}
+
+/* A peer whose host did not answer on this rail may still answer on
+ * another: then only this rail's link is cut (a cable, a switch port),
+ * and WHY says so instead of "host down". The job still stops: what is
+ * in flight on the cut link cannot be known delivered or not, and
+ * resending it on another rail could deliver a message twice. */
+static void mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                 char *why, size_t len)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    char here[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN];
+
+    for (int r = 0; r < c->num_modules; ++r) {
+        mca_btl_ofi_module_t *rail = c->modules[r];
+        mca_btl_ofi_endpoint_t *peer;
+
+        if (NULL == rail || rail == module) {
+            continue;
+        }
+        peer = mca_btl_ofi_endpoint_on_rail(endpoint, rail);
+        if (NULL == peer || peer->lost || 0 == peer->host.ss_family
+            || 0 != mca_btl_ofi_probe_now(&peer->host, MCA_BTL_OFI_SUSPECT_WAIT_MS)) {
+            continue;
+        }
+        mca_btl_ofi_host_name(&endpoint->host, here, sizeof(here));
+        mca_btl_ofi_host_name(&peer->host, there, sizeof(there));
+        snprintf(why, len,
+                 "its address %s on rail %d does not answer while %s on rail %d does: the link "
+                 "of rail %d is cut or down; btl/ofi does not move operations in flight to "
+                 "another rail",
+                 here, module->rail, there, rail->rail, module->rail);
+        return;
+    }
+}
+
 /*
  * A dead peer is marked, so that the next operation to it fails and reports
  * it; it is reported at once when work of ours waits on it. A peer that
@@ -629,8 +699,8 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_endpoint_t *endpoint, *dead = NULL, **lost = NULL;
-    char(*why)[200] = NULL;
-    int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0;
+    char(*why)[MCA_BTL_OFI_WHY_LEN] = NULL;
+    int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0, *errs = NULL;
     size_t count;
     double now;
 
@@ -681,18 +751,23 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
     if (count > 0) {
         lost = malloc(count * sizeof(*lost));
         why = malloc(count * sizeof(*why));
-        if (NULL != lost && NULL != why) {
-            nlost = mca_btl_ofi_hosts_check(module, now, lost, why);
+        errs = malloc(count * sizeof(*errs));
+        if (NULL != lost && NULL != why && NULL != errs) {
+            nlost = mca_btl_ofi_hosts_check(module, now, lost, why, errs);
         }
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
     for (int i = 0; i < nlost; ++i) {
+        if (ECONNREFUSED != errs[i]) {
+            mca_btl_ofi_rail_cut(module, lost[i], why[i], sizeof(why[i]));
+        }
         lost[i]->dead = true;
         mca_btl_ofi_endpoint_lost(module, lost[i], why[i]);
         OBJ_RELEASE(lost[i]);
     }
     free(lost);
     free(why);
+    free(errs);
     if (NULL != dead) {
         if (mca_btl_ofi_owed(module, dead)) {
             (void) mca_btl_ofi_endpoint_check(module, dead);

@@ -72,6 +72,11 @@ void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoin
 /* Check that the peers sharing this host still exist (every
  * btl_ofi_peer_check_interval ms, called from the progress callback). */
 void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
+
+/** The same peer's endpoint on another rail of ours, or NULL when that
+ * rail does not reach it. Looked up once, then kept with the endpoint. */
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
+                                                     mca_btl_ofi_module_t *rail);
 /* A receive failed, its sender unknown: a same-host peer found gone is the
  * likely one; it is reported lost (naming it) and true returned. */
 bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module);

@@ -164,6 +164,7 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
          * (shm refuses sends while a large message to that peer is in
          * flight). */
         opal_list_append(&context->sendq, &frag->base.super.super);
+        context->parked = true;
         mca_btl_ofi_add64(&context->nqueued, 1);
         rc = 0;
     }
@@ -345,6 +346,7 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
     if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
         rdesc->next_repost = context->repost;
         context->repost = rdesc;
+        context->parked = true;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
@@ -566,6 +568,7 @@ void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
         pending->len = len;
         memcpy(pending->msg.bytes, msg, len);
         opal_list_append(&context->pending, &pending->super);
+        context->parked = true;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_UNLIKELY(0 != rc && -FI_EAGAIN != rc)) {

@@ -362,6 +362,10 @@ static int64_t mca_btl_ofi_outstanding(const mca_btl_ofi_module_t *module)
 static int64_t mca_btl_ofi_rma_outstanding(const mca_btl_ofi_module_t *module)
 {
     int64_t total = 0;
+
+    if (OPAL_LIKELY(1 == module->num_contexts)) {
+        return module->contexts->outstanding;
+    }
     for (int i = 0; i < module->num_contexts; ++i) {
         total += module->contexts[i].outstanding;
     }
@@ -508,6 +512,9 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
 
+    if (mca_btl_ofi_component.only_context == module->contexts) {
+        mca_btl_ofi_component.only_context = NULL; /* progress takes the long way */
+    }
     if (NULL != module->contexts) {
         module->closing = true;
         mca_btl_ofi_drain(module);

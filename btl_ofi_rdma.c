@@ -74,27 +74,6 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
 
 /* ------------------------------------------------------------------ rails */
 
-/* The same peer's endpoint on another rail of ours, or NULL when that rail
- * does not reach it. Looked up once, then kept with the endpoint. */
-static mca_btl_ofi_endpoint_t *mca_btl_ofi_rail_peer(mca_btl_ofi_endpoint_t *endpoint,
-                                                     mca_btl_ofi_module_t *rail)
-{
-    mca_btl_ofi_endpoint_t *peer = endpoint->rail_peers[rail->rail];
-
-    if (OPAL_LIKELY(NULL != peer)) {
-        return peer;
-    }
-    MCA_BTL_OFI_LOCK(&rail->lock);
-    if (OPAL_SUCCESS
-        != opal_hash_table_get_value_uint64(
-            &rail->endpoints_by_proc, (uint64_t) (uintptr_t) endpoint->proc, (void **) &peer)) {
-        peer = NULL;
-    }
-    MCA_BTL_OFI_UNLOCK(&rail->lock);
-    endpoint->rail_peers[rail->rail] = peer; /* racing threads store the same */
-    return peer;
-}
-
 static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                                   void *local_address,
                                   mca_btl_base_registration_handle_t *local_handle, void *context,
@@ -153,7 +132,7 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
         if (NULL == rail) {
             continue;
         }
-        peer = rail == module ? endpoint : mca_btl_ofi_rail_peer(endpoint, rail);
+        peer = rail == module ? endpoint : mca_btl_ofi_endpoint_on_rail(endpoint, rail);
         if (NULL != peer && !peer->dead && !peer->lost) {
             rails[n] = rail;
             eps[n++] = peer;
@@ -209,12 +188,11 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
 }
 
 /* Put and get: one path, the kind picks fi_write or fi_read. */
-static inline int mca_btl_ofi_rdma(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                                   int kind, void *local_address, uint64_t remote_address,
-                                   mca_btl_base_registration_handle_t *local_handle,
-                                   mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                   void *cbdata)
+static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
+    mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint, int kind, void *local_address,
+    uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_registration_handle_t *remote_handle, size_t size,
+    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);

@@ -47,10 +47,12 @@ static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_ctx(void *op
                                          - offsetof(mca_btl_ofi_completion_t, op));
 }
 
-static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_alloc(
-    mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
-    void *local_address, mca_btl_base_registration_handle_t *local_handle,
-    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+static inline __opal_attribute_always_inline__ mca_btl_ofi_completion_t *
+mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
+                             mca_btl_base_endpoint_t *endpoint, void *local_address,
+                             mca_btl_base_registration_handle_t *local_handle,
+                             mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                             void *cbdata)
 {
     mca_btl_ofi_completion_t *comp;
 
@@ -73,7 +75,8 @@ static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_alloc(
 }
 
 /** Run the caller's callback and recycle the completion object. */
-static inline void mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
 {
     mca_btl_ofi_context_t *context = comp->context;
     mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
@@ -115,9 +118,9 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 #define mca_btl_ofi_post_result(context, comp, rc, call)                                           \
     mca_btl_ofi_post_result_at(context, comp, rc, call, __FILE__, __LINE__)
 
-static inline int mca_btl_ofi_post_result_at(mca_btl_ofi_context_t *context,
-                                             mca_btl_ofi_completion_t *comp, ssize_t rc,
-                                             const char *call, const char *file, int line)
+static inline __opal_attribute_always_inline__ int
+mca_btl_ofi_post_result_at(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
+                           ssize_t rc, const char *call, const char *file, int line)
 {
     if (OPAL_UNLIKELY(0 != rc)) {
         return mca_btl_ofi_post_failed(context, comp, rc, call, file, line);
@@ -159,9 +162,9 @@ static inline const char *mca_btl_ofi_rma_call(int kind)
 /** Post one RMA operation (SIZE bytes, or one element for an atomic) to
  * RADDR/KEY of the completion's peer; the context lock is held. The one
  * place every put, get and atomic reaches the provider. */
-static inline ssize_t mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context,
-                                           mca_btl_ofi_completion_t *comp, int kind, size_t size,
-                                           uint64_t raddr, uint64_t key)
+static inline __opal_attribute_always_inline__ ssize_t
+mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp, int kind,
+                     size_t size, uint64_t raddr, uint64_t key)
 {
     fi_addr_t peer = comp->endpoint->addrs[context->index];
     void *desc = mca_btl_ofi_local_desc(comp->local_handle);
@@ -220,9 +223,9 @@ static inline ssize_t mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context,
  * policy for every RMA operation: osc/rdma would retry a refused one
  * itself, but ob1 retries only from the callbacks of its other
  * operations, and there may be none left. The lock is held. */
-static inline ssize_t mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context,
-                                            mca_btl_ofi_completion_t *comp, int kind, size_t size,
-                                            uint64_t raddr, uint64_t key)
+static inline __opal_attribute_always_inline__ ssize_t
+mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp, int kind,
+                      size_t size, uint64_t raddr, uint64_t key)
 {
     ssize_t rc = -FI_EAGAIN;
 
@@ -235,6 +238,7 @@ static inline ssize_t mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context,
         comp->parked_raddr = raddr;
         comp->parked_key = key;
         opal_list_append(&context->rdmaq, &comp->super.super);
+        context->parked = true;
         rc = 0;
     }
     return rc;

@@ -134,6 +134,10 @@ typedef struct mca_btl_ofi_context_t {
      * udp;ofi_rxd may never complete one whose data arrived) */
     volatile int64_t outstanding;
     volatile int64_t sends_outstanding;
+    /* something may wait on pending, repost, sendq or rdmaq (below): set,
+     * under the lock, by whoever parks it there; cleared by progress once
+     * it finds all four empty. One test instead of four per progress call */
+    bool parked;
     mca_btl_ofi_counters_t counters;
     opal_free_list_t completions;
     /* messaging (two-sided traffic and emulated atomics): posted receive
@@ -298,6 +302,9 @@ typedef struct mca_btl_ofi_component_t {
     size_t rail_split_size; /* puts and gets from this size are split over the rails */
     int num_modules;
     mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_RAILS];
+    /* the context when there is one module with one context (the common
+     * case), else NULL: the progress callback then goes straight to it */
+    struct mca_btl_ofi_context_t *only_context;
 } mca_btl_ofi_component_t;
 
 OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;

@@ -17,8 +17,12 @@
 #   msgs  8-byte two-sided streaming: Mmsg/s       (bench/p2p_bench -ops stream)
 # and once per copy, on shm, the instructions our own code executes per
 # 8-byte put + flush: rank 0 of osc_bench -ops put under valgrind
-# --tool=callgrind, the self cost (Ir) of every function in mca_btl_ofi.so
-# summed and divided by the puts our component counted (btl_ofi_put_count).
+# --tool=callgrind, the self cost (Ir) of all code in mca_btl_ofi.so summed
+# (bench/callgrind_self.awk) and divided by the puts our component counted
+# (btl_ofi_put_count). Until 2026-11-25 the sum was taken from
+# callgrind_annotate's listing, which names the object on some of a
+# function's lines only: it missed up to a third of our instructions, so
+# figures of bench/results/hotpath-2026-11-25 are not comparable.
 #
 # Prints the medians and the ratios after/before (latency: below 1 is
 # better; rates: above 1 is better) and writes OUT/ (raw outputs,
@@ -131,8 +135,7 @@ for v in before after; do
         -x CG_OUT --mca btl_ofi_provider_include shm "$work/vg0" "$bindir/osc_bench" \
         -ops put -sizes 8 -runs 3 -run-ms 200 -warm-ms 100 >"$f" 2>&1
     puts=$(awk '/^# rank0 btl_ofi_put_count / { print $4 }' "$f")
-    ours=$(callgrind_annotate --inclusive=no --threshold=100 "$cg" 2>/dev/null |
-        awk '/mca_btl_ofi\.so\]/ { gsub(",", "", $1); s += $1 } END { print s + 0 }')
+    ours=$(awk -v obj=mca_btl_ofi.so -f "$here/callgrind_self.awk" "$cg")
     if [[ -z $puts || $puts -eq 0 || $ours -eq 0 ]]; then
         echo "hotpath: $v: no instruction count (puts '$puts', our Ir '$ours'): see $f" >&2
         ir_per_put[$v]=NA

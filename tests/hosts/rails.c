@@ -5,6 +5,8 @@
  *   rails put|send [-mib M] [-n N] [-warm W]
  *                      (defaults 4 MiB, 16 timed transfers, 2 before them)
  *
+ * Rank 0 prints "rails: streaming" once the warm-up transfers are done.
+ *
  * Two ranks, one per host. put: rank 0 puts M MiB into rank 1's window
  * W + N times, each followed by MPI_Win_flush (lock_all epoch); send: rank
  * 0 sends M MiB to rank 1 W + N times. Rank 1 then checks every byte of
@@ -16,6 +18,13 @@
  * written before the clock starts.
  */
 #include "../common.h"
+
+/* every rail in use: the runner may now cut one (rails:PROV:cut cases) */
+static void streaming(void)
+{
+    printf("rails: streaming\n");
+    fflush(stdout);
+}
 
 int main(int argc, char **argv)
 {
@@ -57,6 +66,7 @@ int main(int argc, char **argv)
             for (int i = -warm; i < n; ++i) {
                 if (0 == i) {
                     t0 = tc_now();
+                    streaming();
                 }
                 MPI_CHECK(MPI_Put(src, (int) len, MPI_BYTE, 1, 0, (int) len, MPI_BYTE, win));
                 MPI_CHECK(MPI_Win_flush(1, win));
@@ -78,6 +88,9 @@ int main(int argc, char **argv)
         for (int i = -warm; i < n; ++i) {
             if (0 == i) {
                 t0 = tc_now();
+                if (0 == tc_rank) {
+                    streaming();
+                }
             }
             if (0 == tc_rank) {
                 MPI_CHECK(MPI_Send(buf, (int) len, MPI_BYTE, 1, i + warm, MPI_COMM_WORLD));

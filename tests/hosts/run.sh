@@ -54,7 +54,12 @@
 #                            default): both rails taken, each link at least
 #                            30 % of the bytes (osc/rdma drives one module,
 #                            which splits puts of 256 KiB and more over the
-#                            rails; ob1's RDMA transfers split the same way)
+#                            rails; ob1's RDMA transfers split the same way);
+#                            cut: both rails streaming, then h2's link of
+#                            rail 1 cut: the job must end within 30 s with
+#                            btl/ofi's line naming the cut link's address
+#                            and the one that still answers (it does not
+#                            move operations in flight between rails)
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: rank (the victim,
 #                            rank 3, SIGKILLed; its host lives on), kill
@@ -138,6 +143,10 @@ list_cases() {
         done
         echo "rails:${prov//;/+}:all:send"
         echo "rails:${prov//;/+}:all:put"
+        # one of the two links cut while both carry traffic
+        for m in put send; do
+            echo "rails:${prov//;/+}:cut:$m"
+        done
     done
 }
 
@@ -189,6 +198,40 @@ secs_between() {
     awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) / 1e9 }'
 }
 
+# A job started in the background (PID, output in LOG): await_line waits
+# up to 60 s for a line matching RE while it runs (1: it ended or the time
+# passed without one); await_end waits up to lost_limit s for its end (1:
+# it still runs); stop_job ends it (TERM, KILL a second later). JOB_RC is
+# its exit code once it ended or was stopped.
+await_line() { # pid log re
+    local i
+    for ((i = 0; i < 600; i++)); do
+        grep -qE "$3" "$2" && return 0
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    grep -qE "$3" "$2"
+}
+await_end() { # pid
+    local i
+    for ((i = 0; i < lost_limit * 10; i++)); do
+        kill -0 "$1" 2>/dev/null || {
+            wait "$1"
+            JOB_RC=$?
+            return 0
+        }
+        sleep 0.1
+    done
+    return 1
+}
+stop_job() { # pid
+    kill -TERM "$1" 2>/dev/null
+    sleep 1
+    kill -KILL "$1" 2>/dev/null
+    wait "$1"
+    JOB_RC=$?
+}
+
 # One job with the victim on h2: stream, fault h2, wait. Sets L_ENDED
 # (1: the job ended within lost_limit s), L_SECS (fault to end), L_RC,
 # L_WHY (when the job never streamed). Every run gets fresh hosts.
@@ -208,23 +251,16 @@ lost_run() { # prov mode fault recovery(0|1) log
         --mca btl_ofi_provider_include "$prov" "${keepalive[@]}" "${extra[@]}" \
         "$bindir/death" "$mode" shell -after 2 </dev/null >>"$log" 2>&1 &
     pid=$!
-    for ((i = 0; i < 600; i++)); do
-        grep -q 'death: victim rank 3 pid [0-9]* ready' "$log" && break
-        if ! kill -0 "$pid" 2>/dev/null; then
+    if ! await_line "$pid" "$log" 'death: victim rank 3 pid [0-9]* ready'; then
+        if kill -0 "$pid" 2>/dev/null; then
+            stop_job "$pid"
+            L_WHY="the victim, rank 3, was not streaming 60 s after the start: $(first_fail "$log")"
+        else
             wait "$pid"
-            L_RC=$?
-            L_WHY="the job never streamed (exit code $L_RC): $(first_fail "$log")"
-            return 1
+            JOB_RC=$?
+            L_WHY="the job never streamed (exit code $JOB_RC): $(first_fail "$log")"
         fi
-        sleep 0.1
-    done
-    if ! grep -q 'death: victim rank 3 pid [0-9]* ready' "$log"; then
-        kill -TERM "$pid" 2>/dev/null
-        sleep 1
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid"
-        L_RC=$?
-        L_WHY="the victim, rank 3, was not streaming 60 s after the start: $(first_fail "$log")"
+        L_RC=$JOB_RC
         return 1
     fi
     t_fault=$(date +%s%N)
@@ -251,16 +287,13 @@ lost_run() { # prov mode fault recovery(0|1) log
     # a line written as the job ended (the 0.1 s polls above missed it)
     [[ -z $L_NAMED ]] && grep -qE "$ours_re" "$log" && L_NAMED="<= $L_SECS"
     if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null
-        sleep 1
-        kill -KILL "$pid" 2>/dev/null
+        stop_job "$pid"
+    else
+        L_ENDED=1
         wait "$pid"
-        L_RC=$?
-        return 0
+        JOB_RC=$?
     fi
-    L_ENDED=1
-    wait "$pid"
-    L_RC=$?
+    L_RC=$JOB_RC
     return 0
 }
 
@@ -395,6 +428,47 @@ run_rails() { # label prov policy mode log t0
     fi
 }
 
+# rail 1 of h2 cut while both rails carry a long transfer: btl/ofi cannot
+# move what is in flight on the cut link to the other rail (it cannot know
+# what was delivered), so the job must end within lost_limit s with a line
+# naming the cut link's address (10.77.1.x) and the answering one
+# (10.77.0.x), not "host down"
+run_rails_cut() { # label prov mode log t0
+    local label=$1 prov=$2 mode=$3 log=$4 t0=$5 pid t_cut secs what
+    local re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: its address 10\.77\.1\.[12] on rail [01] does not answer while 10\.77\.0\.[12] on rail [01] does: the link of rail [01] is cut or down"
+    : >"$log"
+    OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 180 bash "$here/hosts.sh" \
+        mpirun -np 2 -x BTL_OFI_EXPECT_PROVIDER --map-by node --mca btl_ofi_provider_include "$prov" \
+        "${keepalive[@]}" "$bindir/rails" "$mode" -mib 4 -n 1000000 </dev/null >>"$log" 2>&1 &
+    pid=$!
+    if ! await_line "$pid" "$log" '^rails: streaming'; then
+        stop_job "$pid"
+        report FAIL "$label" $((SECONDS - t0)) "the transfer never streamed: $(first_fail "$log")" "$log"
+        hosts_down >/dev/null 2>&1
+        hosts_ready=0
+        return
+    fi
+    t_cut=$(date +%s%N)
+    hosts_cut h2 1
+    echo "==== $(date +%T.%N) cut: h2 rail 1" >>"$log"
+    if ! await_end "$pid"; then
+        stop_job "$pid"
+        report FAIL "$label" $((SECONDS - t0)) "the job still ran $lost_limit s after rail 1 of h2 was cut" "$log"
+    else
+        secs=$(secs_between "$t_cut" "$(date +%s%N)")
+        what=$(grep -m1 -oE "$re" "$log" | cut -c1-220)
+        if [[ -z $what ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "ended $secs s after the cut without naming the cut link: $(first_fail "$log")" "$log"
+        elif [[ -n $(crash_of "$log") ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
+        else
+            report PASS "$label" $((SECONDS - t0)) "ended $secs s after the cut ('$what')"
+        fi
+    fi
+    hosts_down >/dev/null 2>&1
+    hosts_ready=0
+}
+
 # ------------------------------------------------------------------ one case
 run_case() {
     local c=$1 group pname prov a b label log t0 rc btls why
@@ -467,7 +541,11 @@ run_case() {
         ;;
     rails)
         compile rails >>"$log" || { report FAIL "$label" 0 "compiling rails failed" "$log"; return; }
-        run_rails "$label" "$prov" "$a" "$b" "$log" "$t0"
+        if [[ $a == cut ]]; then
+            run_rails_cut "$label" "$prov" "$b" "$log" "$t0"
+        else
+            run_rails "$label" "$prov" "$a" "$b" "$log" "$t0"
+        fi
         ;;
     lost)
         compile death >>"$log" || { report FAIL "$label" 0 "compiling death failed" "$log"; return; }
