@@ -37,8 +37,11 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->completed = 0;
     memset(&endpoint->host, 0, sizeof(endpoint->host));
     endpoint->seen_completed = 0;
+    endpoint->stall_began = 0.0;
     endpoint->stall_since = 0.0;
+    endpoint->probe_wait = 0.0;
     endpoint->suspect = false;
+    endpoint->probed_at = 0.0;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
@@ -257,7 +260,12 @@ int mca_btl_ofi_post_refused_at(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoi
     if (-FI_EAGAIN == rc) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    if (mca_btl_ofi_endpoint_check(module, endpoint)) {
+    /* a peer on this host is looked up in /proc, one on another host is
+     * probed: a dead peer is then named instead of the call's error
+     * (sockets refuses a write to a dead peer with ENOENT at once, and
+     * nothing else would ever be noticed: nothing is left in flight) */
+    mca_btl_ofi_endpoint_suspect(module, endpoint);
+    if (NULL != endpoint && (endpoint->lost || endpoint->dead)) {
         return OPAL_ERR_UNREACH;
     }
     MCA_BTL_OFI_REPORT_AT(call, rc, file, line);
@@ -401,10 +409,19 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     char name[INET6_ADDRSTRLEN], why[MCA_BTL_OFI_WHY_LEN];
     int err;
 
+    double now;
+
     if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->checkable
-        || 0 == endpoint->host.ss_family || endpoint->lost) {
+        || 0 == endpoint->host.ss_family || endpoint->lost || endpoint->suspect) {
         return;
     }
+    /* a post that keeps failing (sockets refuses every write to a dead
+     * peer at once, thousands a second) probes once a second at most */
+    now = mca_btl_ofi_seconds();
+    if (now - endpoint->probed_at < 1.0) {
+        return;
+    }
+    endpoint->probed_at = now;
     err = mca_btl_ofi_probe_now(&endpoint->host, MCA_BTL_OFI_SUSPECT_WAIT_MS);
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "probe of peer %s after an error: %s",
                         OPAL_NAME_PRINT(endpoint->proc->proc_name),

@@ -189,6 +189,7 @@ struct mca_btl_base_endpoint_t {
     double stall_since; /* since the last probe (or stall_began) */
     double probe_wait;  /* stall before the next probe: doubles while it answers */
     bool suspect;       /* an error without a clear cause: probe it at the next check */
+    double probed_at;   /* when a failed operation last probed it at once */
     /* the peer's rail this endpoint talks to (index of its keys in the
      * peer's registration handles), and the same peer's endpoints on our
      * other rails, found when a transfer is first split over them */
