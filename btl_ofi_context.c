@@ -540,13 +540,14 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
 #endif
 
 /* Operations parked on the context (replies, receive buffers, sends,
- * RMA the provider refused for now), run once its lock is released. */
-static void mca_btl_ofi_backlogs(mca_btl_ofi_context_t *context, bool msgs, bool rdma)
+ * RMA the provider refused for now) found under its lock, posted once the
+ * lock is released; nothing to do on almost every call. */
+static inline void mca_btl_ofi_backlogs(mca_btl_ofi_context_t *context, bool msgs, bool rdma)
 {
-    if (msgs) {
+    if (OPAL_UNLIKELY(msgs)) {
         mca_btl_ofi_backlog_msgs(context);
     }
-    if (rdma) {
+    if (OPAL_UNLIKELY(rdma)) {
         mca_btl_ofi_backlog_rdma(context);
     }
 }
@@ -630,9 +631,7 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
             context, entries[i].op_context, entries[i].flags, entries[i].len, entries[i].buf,
             OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
     }
-    if (OPAL_UNLIKELY(msgs || rdma)) {
-        mca_btl_ofi_backlogs(context, msgs, rdma);
-    }
+    mca_btl_ofi_backlogs(context, msgs, rdma);
     return (int) count;
 }
 

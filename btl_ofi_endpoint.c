@@ -376,28 +376,34 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
 /* most milliseconds between two looks at stalled peers on other hosts */
 #define MCA_BTL_OFI_STALL_SCAN_MS 100
 
-/* Connect to a liveness listener and wait up to WAIT_MS for the verdict:
- * 0 accepted, EINPROGRESS no answer yet, else why not (ECONNREFUSED: the
- * host answered, the process is gone). */
+/* Start connecting to a liveness listener without waiting: *FD is the
+ * socket (-1 when none could be made); returns 0 when accepted already,
+ * EINPROGRESS while under way, else why not (ECONNREFUSED: the host
+ * answered, the process is gone). */
+static int mca_btl_ofi_probe_connect(const struct sockaddr_storage *host, int *fd)
+{
+    socklen_t len =
+        AF_INET == host->ss_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+    *fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (*fd < 0) {
+        return errno;
+    }
+    return 0 == connect(*fd, (const struct sockaddr *) host, len) ? 0 : errno;
+}
+
+/* The same, waiting up to WAIT_MS for the verdict (EINPROGRESS: none). */
 static int mca_btl_ofi_probe_now(const struct sockaddr_storage *host, int wait_ms)
 {
     struct pollfd pfd = {.events = POLLOUT};
     socklen_t len = sizeof(int);
-    int err = EINPROGRESS;
+    int err = mca_btl_ofi_probe_connect(host, &pfd.fd);
 
-    pfd.fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (pfd.fd < 0) {
-        return errno;
+        return err;
     }
-    if (0
-        == connect(pfd.fd, (const struct sockaddr *) host,
-                   AF_INET == host->ss_family ? sizeof(struct sockaddr_in)
-                                              : sizeof(struct sockaddr_in6))) {
-        err = 0;
-    } else if (EINPROGRESS != errno) {
-        err = errno;
-    } else if (1 == poll(&pfd, 1, wait_ms)
-               && 0 != getsockopt(pfd.fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+    if (EINPROGRESS == err && 1 == poll(&pfd, 1, wait_ms)
+        && 0 != getsockopt(pfd.fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
         err = errno;
     }
     close(pfd.fd);
@@ -407,9 +413,8 @@ static int mca_btl_ofi_probe_now(const struct sockaddr_storage *host, int wait_m
 void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
     char name[INET6_ADDRSTRLEN], why[MCA_BTL_OFI_WHY_LEN];
-    int err;
-
     double now;
+    int err;
 
     if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->checkable
         || 0 == endpoint->host.ss_family || endpoint->lost || endpoint->suspect) {
@@ -446,8 +451,6 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
                                     double stalled_since)
 {
     mca_btl_ofi_probe_t *probe, *grown;
-    socklen_t len;
-    int rc;
 
     for (int i = 0; i < module->num_probes; ++i) {
         if (mca_btl_ofi_same_addr(&module->probes[i].host, host)) {
@@ -461,21 +464,13 @@ static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
     module->probes = grown;
     probe = module->probes + module->num_probes;
     memcpy(&probe->host, host, sizeof(*host));
-    len = AF_INET == host->ss_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     probe->started = now;
     probe->stalled_since = stalled_since;
-    probe->err = EINPROGRESS;
-    probe->fd = socket(host->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    probe->err = mca_btl_ofi_probe_connect(host, &probe->fd);
     if (probe->fd < 0) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot probe a peer's host: socket: %s",
-                            strerror(errno));
+                            strerror(probe->err));
         return;
-    }
-    rc = connect(probe->fd, (const struct sockaddr *) &probe->host, len);
-    if (0 == rc) {
-        probe->err = 0;
-    } else if (EINPROGRESS != errno) {
-        probe->err = errno;
     }
     module->num_probes++;
 }
@@ -719,6 +714,7 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
     char(*why)[MCA_BTL_OFI_WHY_LEN] = NULL;
     int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0, *errs = NULL;
     size_t count;
+    bool proc_due;
     double now;
 
     if (interval <= 0 || module->closing || 0 != MCA_BTL_OFI_TRYLOCK(&module->lock)) {
@@ -740,11 +736,12 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
               * (double) (interval < MCA_BTL_OFI_STALL_SCAN_MS ? interval
                                                                : MCA_BTL_OFI_STALL_SCAN_MS);
     mca_btl_ofi_probe_drain(module);
+    proc_due = now >= module->next_proc;
+    if (proc_due) {
+        module->next_proc = now + 1e-3 * (double) interval;
+    }
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (now < module->next_proc) {
-            break;
-        }
-        if (!endpoint->checkable || endpoint->lost) {
+        if (!proc_due || !endpoint->checkable || endpoint->lost) {
             continue;
         }
         if (!endpoint->dead) {
@@ -760,9 +757,6 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
             dead = endpoint;
             OBJ_RETAIN(dead);
         }
-    }
-    if (now >= module->next_proc) {
-        module->next_proc = now + 1e-3 * (double) interval;
     }
     count = opal_list_get_size(&module->endpoints);
     if (count > 0) {

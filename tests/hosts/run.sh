@@ -55,11 +55,12 @@
 #                            30 % of the bytes (osc/rdma drives one module,
 #                            which splits puts of 256 KiB and more over the
 #                            rails; ob1's RDMA transfers split the same way);
-#                            cut: both rails streaming, then h2's link of
-#                            rail 1 cut: the job must end within 30 s with
-#                            btl/ofi's line naming the cut link's address
-#                            and the one that still answers (it does not
-#                            move operations in flight between rails)
+#                            cut0, cut1: both rails streaming, then h2's
+#                            link of rail 0 or 1 cut: the job must end
+#                            within 30 s with btl/ofi's line naming the cut
+#                            link's address and the one that still answers
+#                            (it does not move operations in flight
+#                            between rails)
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: rank (the victim,
 #                            rank 3, SIGKILLed; its host lives on), kill
@@ -148,8 +149,10 @@ list_cases() {
         # ob1 in 5 of 21 runs with nothing of btl/ofi's in flight (every
         # send had completed, yet a message never arrived: lost with the
         # cut link), so there was nothing to notice
-        echo "rails:${prov//;/+}:cut:put"
-        ((full)) && echo "rails:${prov//;/+}:cut:send"
+        for l in 0 1; do
+            echo "rails:${prov//;/+}:cut$l:put"
+            ((full)) && echo "rails:${prov//;/+}:cut$l:send"
+        done
     done
 }
 
@@ -431,14 +434,15 @@ run_rails() { # label prov policy mode log t0
     fi
 }
 
-# rail 1 of h2 cut while both rails carry a long transfer: btl/ofi cannot
-# move what is in flight on the cut link to the other rail (it cannot know
-# what was delivered), so the job must end within lost_limit s with a line
-# naming the cut link's address (10.77.1.x) and the answering one
-# (10.77.0.x), not "host down"
-run_rails_cut() { # label prov mode log t0
-    local label=$1 prov=$2 mode=$3 log=$4 t0=$5 pid t_cut secs what
-    local re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: its address 10\.77\.1\.[12] on rail [01] does not answer while 10\.77\.0\.[12] on rail [01] does: the link of rail [01] is cut or down"
+# link L (0 or 1) of h2 cut while both rails carry a long transfer: btl/ofi
+# cannot move what is in flight on the cut link to the other rail (it
+# cannot know what was delivered), so the job must end within lost_limit s
+# with a line naming the cut link's address (10.77.L.x) and the answering
+# one, not "host down". Each link is the other's module: cutting both ways
+# shows that every rail's peers are watched, not only the first module's
+run_rails_cut() { # label prov mode link log t0
+    local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what
+    local re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: its address 10\.77\.$link\.[12] on rail [01] does not answer while 10\.77\.$((1 - link))\.[12] on rail [01] does: the link of rail [01] is cut or down"
     : >"$log"
     OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 180 bash "$here/hosts.sh" \
         mpirun -np 2 -x BTL_OFI_EXPECT_PROVIDER --map-by node --mca btl_ofi_provider_include "$prov" \
@@ -452,11 +456,11 @@ run_rails_cut() { # label prov mode log t0
         return
     fi
     t_cut=$(date +%s%N)
-    hosts_cut h2 1
-    echo "==== $(date +%T.%N) cut: h2 rail 1" >>"$log"
+    hosts_cut h2 "$link"
+    echo "==== $(date +%T.%N) cut: h2 rail $link" >>"$log"
     if ! await_end "$pid"; then
         stop_job "$pid"
-        report FAIL "$label" $((SECONDS - t0)) "the job still ran $lost_limit s after rail 1 of h2 was cut" "$log"
+        report FAIL "$label" $((SECONDS - t0)) "the job still ran $lost_limit s after rail $link of h2 was cut" "$log"
     else
         secs=$(secs_between "$t_cut" "$(date +%s%N)")
         what=$(grep -m1 -oE "$re" "$log" | cut -c1-220)
@@ -544,8 +548,8 @@ run_case() {
         ;;
     rails)
         compile rails >>"$log" || { report FAIL "$label" 0 "compiling rails failed" "$log"; return; }
-        if [[ $a == cut ]]; then
-            run_rails_cut "$label" "$prov" "$b" "$log" "$t0"
+        if [[ $a == cut* ]]; then
+            run_rails_cut "$label" "$prov" "$b" "${a#cut}" "$log" "$t0"
         else
             run_rails "$label" "$prov" "$a" "$b" "$log" "$t0"
         fi
