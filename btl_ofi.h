@@ -52,7 +52,8 @@ static inline void mca_btl_ofi_add64(volatile int64_t *counter, int64_t n)
     if (mca_btl_ofi_component.locking) {
         (void) opal_atomic_fetch_add_64(counter, n);
     } else {
-        *counter += n;
+        /* one thread: no volatile load and store, a single add */
+        *(int64_t *) counter += n;
     }
 }
 
@@ -99,6 +100,9 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 
 /* component */
 int mca_btl_ofi_component_progress(void);
+/** Progress every context of every module once; CHECK: look at the peers
+ * too (the progress callback does every 256th call). */
+int mca_btl_ofi_progress_all(bool check);
 int mca_btl_ofi_select_info(struct fi_info **info_out);
 
 /* module */
@@ -181,7 +185,7 @@ static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_from_handle(mca_btl_base_regist
 static inline uint64_t mca_btl_ofi_rkey(const struct mca_btl_base_endpoint_t *endpoint,
                                         const mca_btl_base_registration_handle_t *handle)
 {
-    return 0 == endpoint->peer_rail ? handle->key : handle->rail_keys[endpoint->peer_rail - 1];
+    return *(const uint64_t *) ((const char *) handle + endpoint->peer_key_offset);
 }
 
 /** Remote address as the provider wants it: virtual, or offset in the region. */

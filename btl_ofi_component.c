@@ -3,6 +3,8 @@
  * selection, module creation and the progress callback.
  */
 
+/* this file defines the exported component (see btl_ofi_types.h) */
+#define MCA_BTL_OFI_COMPONENT_DEFINITION
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
@@ -51,6 +53,9 @@ mca_btl_ofi_component_t mca_btl_ofi_component = {
         },
     .output = -1,
 };
+extern mca_btl_ofi_component_t mca_btl_ofi_component_hidden
+    __attribute__((alias("mca_btl_ofi_component"))) __opal_attribute_visibility__("hidden");
+#define mca_btl_ofi_component mca_btl_ofi_component_hidden
 
 /* ------------------------------------------------------------- parameters */
 
@@ -1167,6 +1172,9 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     for (int i = 0; i < ntaken; ++i) {
         modules[i] = &taken[i]->super;
         c->modules[i] = taken[i];
+        if (ntaken > 1 && taken[i]->bare_limit > c->rail_split_size) {
+            taken[i]->bare_limit = c->rail_split_size; /* larger ones are split */
+        }
     }
     c->num_modules = ntaken;
     c->only_context = 1 == ntaken && 1 == taken[0]->num_contexts ? taken[0]->contexts : NULL;
@@ -1203,7 +1211,7 @@ out:
 /* Visit every context of every module once, each bounded by
  * btl_ofi_num_cq_read completions, so one busy context cannot starve the
  * others and a single call stays short; CHECK: look at the peers too. */
-static int mca_btl_ofi_progress_all(bool check)
+int mca_btl_ofi_progress_all(bool check)
 {
     int count = 0;
 

@@ -309,6 +309,8 @@ static mca_btl_ofi_endpoint_t *mca_btl_ofi_op_endpoint(void *op_context)
         return mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
     case MCA_BTL_OFI_OP_SEND:
         return mca_btl_ofi_frag_from_op(op_context)->endpoint;
+    case MCA_BTL_OFI_OP_BARE:
+        return mca_btl_ofi_endpoint_from_bare(op_context);
     default:
         return NULL;
     }
@@ -412,12 +414,13 @@ static bool mca_btl_ofi_owner_ignores_status(mca_btl_base_rdma_completion_fn_t c
  * owners get the status. */
 static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
 {
-    mca_btl_ofi_completion_t *comp = mca_btl_ofi_completion_from_ctx(op_context);
-    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_op_endpoint(op_context);
     char info[512];
 
     if (NULL == endpoint || endpoint->lost || NULL == endpoint->proc
-        || !mca_btl_ofi_owner_ignores_status(mca_btl_ofi_rdma_owner(comp))) {
+        || (MCA_BTL_OFI_OP_BARE != ((mca_btl_ofi_op_t *) op_context)->kind
+            && !mca_btl_ofi_owner_ignores_status(
+                mca_btl_ofi_rdma_owner(mca_btl_ofi_completion_from_ctx(op_context))))) {
         return;
     }
     snprintf(info, sizeof(info),
@@ -465,7 +468,8 @@ static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, void *op_conte
     /* the lost peer first: the failed operation's owner may end the job on
      * it (ob1 does) without saying which peer it was */
     mca_btl_ofi_peer_lost(context, op_context, err);
-    if (MCA_BTL_OFI_OP_RDMA == ((mca_btl_ofi_op_t *) op_context)->kind) {
+    if (MCA_BTL_OFI_OP_RDMA == ((mca_btl_ofi_op_t *) op_context)->kind
+        || MCA_BTL_OFI_OP_BARE == ((mca_btl_ofi_op_t *) op_context)->kind) {
         mca_btl_ofi_rdma_failed(context, op_context, err);
     }
 }
@@ -479,12 +483,18 @@ static inline void mca_btl_ofi_count_recv(mca_btl_ofi_context_t *context, size_t
     mca_btl_ofi_add64((volatile int64_t *) &context->counters.recv_bytes, (int64_t) len);
 }
 
-/* One completion, to the object that posted it. */
+/* One completion, to the object that posted it: E's fields other than
+ * op_context are read for a receive only. */
 static inline __opal_attribute_always_inline__ void
-mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context, uint64_t flags, size_t len,
-                     void *buf, int status)
+mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, const struct fi_cq_data_entry *e, int status)
 {
+    void *op_context = e->op_context;
+
     switch (((mca_btl_ofi_op_t *) op_context)->kind) {
+    case MCA_BTL_OFI_OP_BARE:
+        /* a put without callback: counted; a failure was acted on before */
+        mca_btl_ofi_inflight(context, mca_btl_ofi_endpoint_from_bare(op_context), -1);
+        break;
     case MCA_BTL_OFI_OP_RDMA:
         mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(op_context), status);
         break;
@@ -492,11 +502,11 @@ mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, void *op_context, uint64_t 
         mca_btl_ofi_frag_sent(mca_btl_ofi_frag_from_op(op_context), status);
         break;
     default:
-        if ((flags & FI_RECV) && len > 0 && OPAL_SUCCESS == status) {
-            mca_btl_ofi_count_recv(context, len);
+        if ((e->flags & FI_RECV) && e->len > 0 && OPAL_SUCCESS == status) {
+            mca_btl_ofi_count_recv(context, e->len);
         }
-        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context, flags,
-                                 OPAL_SUCCESS == status ? len : 0, buf);
+        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context, e->flags,
+                                 OPAL_SUCCESS == status ? e->len : 0, e->buf);
         break;
     }
 }
@@ -512,12 +522,13 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
         int kind = ((mca_btl_ofi_op_t *) entries[i].op_context)->kind;
 
         if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)
-            || (MCA_BTL_OFI_OP_RDMA == kind && MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_RMACQ))) {
+            || ((MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind)
+                && MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_RMACQ))) {
             struct fi_cq_err_entry err = {
                 .op_context = entries[i].op_context, .flags = entries[i].flags, .err = FI_EIO};
             mca_btl_ofi_context_report_error(context, &err);
             if ((MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV))
-                || MCA_BTL_OFI_OP_RDMA == kind) {
+                || MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind) {
                 mca_btl_ofi_op_failed(context, entries[i].op_context, FI_EIO);
             }
             entries[i].len = 0;
@@ -575,7 +586,8 @@ static int mca_btl_ofi_context_idle(mca_btl_ofi_context_t *context, ssize_t coun
             return 1;
         }
         mca_btl_ofi_op_failed(context, err.op_context, err.err);
-        mca_btl_ofi_dispatch(context, err.op_context, err.flags, 0, NULL, OPAL_ERROR);
+        struct fi_cq_data_entry failed = {.op_context = err.op_context, .flags = err.flags};
+        mca_btl_ofi_dispatch(context, &failed, OPAL_ERROR);
         return 1;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
@@ -586,26 +598,39 @@ static int mca_btl_ofi_context_idle(mca_btl_ofi_context_t *context, ssize_t coun
     return 0;
 }
 
-int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+/* Deliver COUNT completions read (the lock released): callbacks run
+ * unlocked, they may post new operations to this context. */
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_deliver(mca_btl_ofi_context_t *context, struct fi_cq_data_entry *entries, ssize_t count)
+{
+#if MCA_BTL_OFI_FAULT_INJECTION
+    if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed)) {
+        mca_btl_ofi_fault_completions(context, entries, count);
+    }
+#endif
+    for (ssize_t i = 0; i < count; ++i) {
+        mca_btl_ofi_dispatch(
+            context, entries + i,
+            OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
+    }
+}
+
+/* Progress of a context with something parked (see `parked'): the
+ * backlogs to post again, or completions the progress thread deferred. */
+static __opal_attribute_noinline__ int
+mca_btl_ofi_context_progress_parked(mca_btl_ofi_context_t *context)
 {
     struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
     int batch = mca_btl_ofi_component.num_cq_read;
-    bool msgs = false, rdma = false;
+    bool msgs, rdma;
     ssize_t count;
 
-    /* another thread is draining this context: nothing to add */
-    if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
-        return 0;
-    }
-    if (OPAL_UNLIKELY(context->parked)) {
-        /* read under the lock (other threads queue to them); what callbacks
-         * below add is posted by the next call */
-        msgs = !opal_list_is_empty(&context->pending) || NULL != context->repost
-               || !opal_list_is_empty(&context->sendq);
-        rdma = !opal_list_is_empty(&context->rdmaq);
-        context->parked = msgs || rdma;
-    }
-    if (OPAL_UNLIKELY(context->deferred_count > 0)) {
+    /* read under the lock (other threads queue to them); what callbacks
+     * below add is posted by the next call */
+    msgs = !opal_list_is_empty(&context->pending) || NULL != context->repost
+           || !opal_list_is_empty(&context->sendq);
+    rdma = !opal_list_is_empty(&context->rdmaq);
+    if (context->deferred_count > 0) {
         /* what the progress thread read comes first, in queue order */
         count = context->deferred_count < batch ? context->deferred_count : batch;
         memcpy(entries, context->deferred, (size_t) count * sizeof(entries[0]));
@@ -615,23 +640,34 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     } else {
         count = fi_cq_read(context->cq, entries, batch);
     }
+    context->parked = msgs || rdma || context->deferred_count > 0;
     if (count <= 0) {
         return mca_btl_ofi_context_idle(context, count, msgs, rdma);
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
-
-#if MCA_BTL_OFI_FAULT_INJECTION
-    if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed)) {
-        mca_btl_ofi_fault_completions(context, entries, count);
-    }
-#endif
-    /* callbacks run unlocked: they may post new operations to this context */
-    for (ssize_t i = 0; i < count; ++i) {
-        mca_btl_ofi_dispatch(
-            context, entries[i].op_context, entries[i].flags, entries[i].len, entries[i].buf,
-            OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
-    }
+    mca_btl_ofi_deliver(context, entries, count);
     mca_btl_ofi_backlogs(context, msgs, rdma);
+    return (int) count;
+}
+
+int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
+{
+    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
+    ssize_t count;
+
+    /* another thread is draining this context: nothing to add */
+    if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
+        return 0;
+    }
+    if (OPAL_UNLIKELY(context->parked)) {
+        return mca_btl_ofi_context_progress_parked(context);
+    }
+    count = fi_cq_read(context->cq, entries, mca_btl_ofi_component.num_cq_read);
+    if (count <= 0) {
+        return mca_btl_ofi_context_idle(context, count, false, false);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    mca_btl_ofi_deliver(context, entries, count);
     return (int) count;
 }
 
@@ -679,6 +715,7 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
             mca_btl_ofi_count_recv(context, entries[i].len);
         } else {
             context->deferred[context->deferred_count++] = entries[i];
+            context->parked = true;
         }
     }
     opal_mutex_unlock(&context->lock);

@@ -42,6 +42,8 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->probe_wait = 0.0;
     endpoint->suspect = false;
     endpoint->probed_at = 0.0;
+    memset(&endpoint->bare, 0, sizeof(endpoint->bare));
+    endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
@@ -1060,6 +1062,10 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
             endpoint->peer_rail = (int) r;
         }
     }
+    endpoint->peer_key_offset = 0 == endpoint->peer_rail
+                                    ? offsetof(mca_btl_base_registration_handle_t, key)
+                                    : offsetof(mca_btl_base_registration_handle_t, rail_keys)
+                                          + (size_t) (endpoint->peer_rail - 1) * sizeof(uint64_t);
     memset(endpoint->rail_peers, 0, sizeof(endpoint->rail_peers));
     MCA_BTL_OFI_VERBOSE(
         MCA_BTL_OFI_VERBOSE_TRACE, "rail %d: peer %s through its rail %d (%u of its contexts, %s)",

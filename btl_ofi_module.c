@@ -393,8 +393,22 @@ void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, c
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_context_t *only = mca_btl_ofi_component.only_context;
     (void) endpoint;
 
+    if (OPAL_LIKELY(NULL != only)) {
+        /* one module with one context: it alone holds what we wait for.
+         * The peers are looked at every 256 passes, as the progress
+         * callback does: a flush waiting on a lost peer must learn of it */
+        for (uint32_t pass = 1; only->outstanding > 0; ++pass) {
+            if (OPAL_UNLIKELY(0 == (pass & 255))) {
+                (void) mca_btl_ofi_progress_all(true);
+            } else {
+                (void) mca_btl_ofi_context_progress(only);
+            }
+        }
+        return OPAL_SUCCESS;
+    }
     /* every rail is progressed: parts of a transfer split over the rails
      * complete on theirs, and the whole only then */
     while (mca_btl_ofi_rma_outstanding(module) > 0) {
@@ -619,6 +633,9 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->info = info;
     module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
+    /* a provider that wants FI_CONTEXT keeps state in each operation's
+     * context until it completes: then every put needs its own */
+    module->bare_limit = (info->mode & (FI_CONTEXT | FI_CONTEXT2)) ? 0 : SIZE_MAX;
     module->key_mask = (info->domain_attr->mr_key_size >= sizeof(uint64_t))
                            ? UINT64_MAX
                            : ((UINT64_C(1) << (8 * info->domain_attr->mr_key_size)) - 1);

@@ -227,6 +227,63 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     return mca_btl_ofi_post_result(context, comp, rc, mca_btl_ofi_rma_call(kind));
 }
 
+/* The general path of put, out of line so that put's common case (bare,
+ * below) needs no frame for its arguments. */
+static __opal_attribute_noinline__ int mca_btl_ofi_put_general(
+    mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint, void *local_address,
+    uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_registration_handle_t *remote_handle, size_t size,
+    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_RMA_PUT, local_address, remote_address,
+                            local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
+}
+
+/* A put without callback (osc/rdma's, completed by a later flush) to a
+ * live peer, not split over rails: posted with its peer's shared `bare'
+ * context, so no completion object is taken, filled and given back; its
+ * completion is only counted (flush waits for it; a failure stops the job
+ * as for any operation whose owner ignores the status). A full queue, a
+ * refusal for now or operations waiting before it: the general path,
+ * which keeps it in order. */
+static inline __opal_attribute_always_inline__ int mca_btl_ofi_put_bare(
+    mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, void *local_address,
+    uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_registration_handle_t *remote_handle, size_t size)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    ssize_t rc = -FI_EAGAIN;
+
+    if (OPAL_UNLIKELY(!mca_btl_ofi_context_has_room(context))) {
+        goto general;
+    }
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    /* nothing parked (an RMA backlog among what may be): else the
+     * general path decides */
+    if (OPAL_LIKELY(!context->parked)) {
+        rc = mca_btl_ofi_rdma_post(
+            context, MCA_BTL_OFI_RMA_PUT, local_address, mca_btl_ofi_local_desc(local_handle),
+            endpoint->addrs[context->index], size,
+            mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
+            mca_btl_ofi_rkey(endpoint, remote_handle), &endpoint->bare.ofi_ctx);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (OPAL_LIKELY(0 == rc)) {
+        if (OPAL_UNLIKELY(context->outstanding > mca_btl_ofi_component.progress_threshold)) {
+            (void) mca_btl_ofi_context_progress(context);
+        }
+        return OPAL_SUCCESS;
+    }
+    mca_btl_ofi_inflight(context, endpoint, -1);
+    if (-FI_EAGAIN != rc) {
+        return mca_btl_ofi_post_refused(module, endpoint, "fi_write", rc);
+    }
+general:
+    return mca_btl_ofi_put_general(&module->super, endpoint, local_address, remote_address,
+                                   local_handle, remote_handle, size, NULL, NULL, NULL);
+}
+
 int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                     void *local_address, uint64_t remote_address,
                     mca_btl_base_registration_handle_t *local_handle,
@@ -234,10 +291,16 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata)
 {
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     (void) flags;
     (void) order;
-    return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_RMA_PUT, local_address, remote_address,
-                            local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
+
+    if (OPAL_LIKELY(NULL == cbfunc && size < module->bare_limit && !endpoint->dead)) {
+        return mca_btl_ofi_put_bare(module, endpoint, local_address, remote_address, local_handle,
+                                    remote_handle, size);
+    }
+    return mca_btl_ofi_put_general(btl, endpoint, local_address, remote_address, local_handle,
+                                   remote_handle, size, cbfunc, cbcontext, cbdata);
 }
 
 int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,

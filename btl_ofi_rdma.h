@@ -47,6 +47,13 @@ static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_ctx(void *op
                                          - offsetof(mca_btl_ofi_completion_t, op));
 }
 
+/** The peer of a put posted without callback (its `bare' context). */
+static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_from_bare(void *op_context)
+{
+    return (mca_btl_ofi_endpoint_t *) ((char *) op_context
+                                       - offsetof(mca_btl_ofi_endpoint_t, bare));
+}
+
 static inline __opal_attribute_always_inline__ mca_btl_ofi_completion_t *
 mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
                              mca_btl_base_endpoint_t *endpoint, void *local_address,
@@ -159,9 +166,32 @@ static inline const char *mca_btl_ofi_rma_call(int kind)
     return calls[kind];
 }
 
+/** Post a write (put) or read (get) of SIZE bytes between LOCAL and
+ * RADDR/KEY of the peer at PEER, with OFI_CTX as its context; the context
+ * lock is held. The one place every put and get reaches the provider. */
+static inline __opal_attribute_always_inline__ ssize_t
+mca_btl_ofi_rdma_post(mca_btl_ofi_context_t *context, int kind, void *local, void *desc,
+                      fi_addr_t peer, size_t size, uint64_t raddr, uint64_t key, void *ofi_ctx)
+{
+    /* KIND is a constant where this is inlined: the choices fold away */
+    bool put = MCA_BTL_OFI_RMA_PUT == kind;
+    uint64_t *count = put ? &context->counters.put_count : &context->counters.get_count;
+    uint64_t *bytes = put ? &context->counters.put_bytes : &context->counters.get_bytes;
+    ssize_t rc = MCA_BTL_OFI_FAULT(put ? MCA_BTL_OFI_FAULT_WRITE : MCA_BTL_OFI_FAULT_READ) ? -FI_EIO
+                 : put ? fi_write(context->tx, local, size, desc, peer, raddr, key, ofi_ctx)
+                       : fi_read(context->tx, local, size, desc, peer, raddr, key, ofi_ctx);
+
+    if (OPAL_LIKELY(0 == rc)) {
+        ++*count;
+        *bytes += size;
+    }
+    return rc;
+}
+
 /** Post one RMA operation (SIZE bytes, or one element for an atomic) to
  * RADDR/KEY of the completion's peer; the context lock is held. The one
- * place every put, get and atomic reaches the provider. */
+ * place every put, get and atomic with a completion object reaches the
+ * provider. */
 static inline __opal_attribute_always_inline__ ssize_t
 mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp, int kind,
                      size_t size, uint64_t raddr, uint64_t key)
@@ -170,27 +200,9 @@ mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *c
     void *desc = mca_btl_ofi_local_desc(comp->local_handle);
     ssize_t rc;
 
-    switch (kind) {
-    case MCA_BTL_OFI_RMA_PUT:
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_WRITE)
-                 ? -FI_EIO
-                 : fi_write(context->tx, comp->local_address, size, desc, peer, raddr, key,
-                            &comp->op.ofi_ctx);
-        if (OPAL_LIKELY(0 == rc)) {
-            context->counters.put_count++;
-            context->counters.put_bytes += size;
-        }
-        return rc;
-    case MCA_BTL_OFI_RMA_GET:
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_READ)
-                 ? -FI_EIO
-                 : fi_read(context->tx, comp->local_address, size, desc, peer, raddr, key,
-                           &comp->op.ofi_ctx);
-        if (OPAL_LIKELY(0 == rc)) {
-            context->counters.get_count++;
-            context->counters.get_bytes += size;
-        }
-        return rc;
+    if (kind <= MCA_BTL_OFI_RMA_GET) {
+        return mca_btl_ofi_rdma_post(context, kind, comp->local_address, desc, peer, size, raddr,
+                                     key, &comp->op.ofi_ctx);
     }
     if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_ATOMIC)) {
         return -FI_EIO;

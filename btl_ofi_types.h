@@ -90,7 +90,8 @@ OBJ_CLASS_DECLARATION(mca_btl_ofi_reg_t);
 enum {
     MCA_BTL_OFI_OP_RDMA = 1, /* mca_btl_ofi_completion_t */
     MCA_BTL_OFI_OP_SEND = 2, /* mca_btl_ofi_frag_t */
-    MCA_BTL_OFI_OP_RECV = 3  /* mca_btl_ofi_rdesc_t */
+    MCA_BTL_OFI_OP_RECV = 3, /* mca_btl_ofi_rdesc_t */
+    MCA_BTL_OFI_OP_BARE = 4  /* a put without callback: the endpoint's `bare' */
 };
 
 typedef struct mca_btl_ofi_op_t {
@@ -134,9 +135,10 @@ typedef struct mca_btl_ofi_context_t {
      * udp;ofi_rxd may never complete one whose data arrived) */
     volatile int64_t outstanding;
     volatile int64_t sends_outstanding;
-    /* something may wait on pending, repost, sendq or rdmaq (below): set,
-     * under the lock, by whoever parks it there; cleared by progress once
-     * it finds all four empty. One test instead of four per progress call */
+    /* something may wait on pending, repost, sendq, rdmaq or deferred
+     * (below): set, under the lock, by whoever parks it there; cleared by
+     * progress once it finds all five empty. One test instead of five per
+     * progress call */
     bool parked;
     mca_btl_ofi_counters_t counters;
     opal_free_list_t completions;
@@ -194,7 +196,14 @@ struct mca_btl_base_endpoint_t {
      * peer's registration handles), and the same peer's endpoints on our
      * other rails, found when a transfer is first split over them */
     int peer_rail;
+    size_t peer_key_offset; /* where that rail's key is in a registration handle */
     struct mca_btl_base_endpoint_t *rail_peers[MCA_BTL_OFI_MAX_RAILS];
+    /* the operation context of every put to this peer posted without a
+     * callback (osc/rdma's, flushed later): its completion only has to be
+     * counted, so it needs no object of its own. Shared by all such puts
+     * in flight, which is allowed only when the provider keeps nothing in
+     * it (no FI_CONTEXT mode: module->bare_puts) */
+    mca_btl_ofi_op_t bare;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -214,7 +223,12 @@ typedef struct mca_btl_ofi_module_t {
     volatile int32_t next_context;
 
     bool virt_addr; /* FI_MR_VIRT_ADDR: peers address memory by virtual address */
-    bool prov_key;  /* FI_MR_PROV_KEY: the provider picks registration keys */
+    /* puts without callback below this size share their peer's `bare'
+     * context: 0 when the provider keeps state in contexts (FI_CONTEXT),
+     * the size from which puts are split over the rails when there are
+     * several, else every size */
+    size_t bare_limit;
+    bool prov_key; /* FI_MR_PROV_KEY: the provider picks registration keys */
     uint64_t key_mask;
 
     /* per btl op (and index MCA_BTL_ATOMIC_LAST for compare-swap): bit 0 set
@@ -308,7 +322,16 @@ typedef struct mca_btl_ofi_component_t {
     struct mca_btl_ofi_context_t *only_context;
 } mca_btl_ofi_component_t;
 
+/* Open MPI finds the component by this exported name. Our own code
+ * reaches the same object through a hidden alias (defined beside it in
+ * btl_ofi_component.c), which the compiler addresses directly rather than
+ * through the GOT as it must an exported variable: one load less on every
+ * access, several per operation on the hot paths. */
 OPAL_MODULE_DECLSPEC extern mca_btl_ofi_component_t mca_btl_ofi_component;
+extern mca_btl_ofi_component_t mca_btl_ofi_component_hidden __opal_attribute_visibility__("hidden");
+#ifndef MCA_BTL_OFI_COMPONENT_DEFINITION
+#define mca_btl_ofi_component mca_btl_ofi_component_hidden
+#endif
 extern mca_btl_ofi_module_t mca_btl_ofi_module_template;
 
 END_C_DECLS
