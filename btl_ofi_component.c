@@ -1230,6 +1230,16 @@ int mca_btl_ofi_progress_all(bool check)
     return count;
 }
 
+/* Calls between two looks at the peers, and what a call that found
+ * nothing to do counts for: a caller with nothing to do may sleep between
+ * calls (mpi_yield_when_idle: Open MPI 4.1 was seen to sleep there), so
+ * that 256 idle calls took about a second, and a peer that died while
+ * nothing of ours waited on it was named only after the runtime had ended
+ * the job. Idle calls count 16: a look every 16 of them. The looks
+ * themselves are paced by the clock (mca_btl_ofi_peers_check). */
+#define MCA_BTL_OFI_CHECK_CALLS 256
+#define MCA_BTL_OFI_CHECK_IDLE_WEIGHT 16
+
 int mca_btl_ofi_component_progress(void)
 {
     /* per thread, so that counting needs no atomics; initial-exec: a
@@ -1237,14 +1247,19 @@ int mca_btl_ofi_component_progress(void)
      * __tls_get_addr on every access (callgrind: a fifth of this function's
      * instructions); glibc keeps room for a few bytes of such variables in
      * objects opened later with dlopen, as Open MPI opens us */
-    static __thread uint32_t calls __attribute__((tls_model("initial-exec"))) = 0;
+    static __thread int32_t budget __attribute__((tls_model("initial-exec"))) =
+        MCA_BTL_OFI_CHECK_CALLS;
     mca_btl_ofi_context_t *only = mca_btl_ofi_component.only_context;
+    int count;
 
-    if (OPAL_UNLIKELY(0 == (++calls & 255))) {
+    if (OPAL_UNLIKELY(--budget <= 0)) {
+        budget = MCA_BTL_OFI_CHECK_CALLS;
         return mca_btl_ofi_progress_all(true);
     }
-    if (OPAL_LIKELY(NULL != only)) {
-        return mca_btl_ofi_context_progress(only);
+    count = OPAL_LIKELY(NULL != only) ? mca_btl_ofi_context_progress(only)
+                                      : mca_btl_ofi_progress_all(false);
+    if (0 == count) {
+        budget -= MCA_BTL_OFI_CHECK_IDLE_WEIGHT - 1;
     }
-    return mca_btl_ofi_progress_all(false);
+    return count;
 }

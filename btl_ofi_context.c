@@ -460,17 +460,26 @@ static void mca_btl_ofi_remote_failed(mca_btl_ofi_context_t *context, int err)
     mca_btl_ofi_module_fatal(context->module, NULL, info);
 }
 
-/* What a failed operation of ours means beyond its report: its peer may
- * be lost, and a failed put/get/atomic whose owner will not look at the
- * status stops the job. */
-static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
+/* A failed operation of ours, in this order: its peer named if it is
+ * lost (the failed operation's owner may end the job on it, as ob1 does,
+ * without saying which peer it was), the error reported, then a
+ * put/get/atomic whose owner will not look at the status stops the job.
+ * The report comes second because showing a help message may hold this
+ * process for a second while the runtime relays it (seen when a host's
+ * processes were all killed: the runtime ended the job meanwhile, and
+ * nobody named the host). ACT false: the report only (a failed send's
+ * owner gets the status). */
+static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, const struct fi_cq_err_entry *err,
+                                  bool act)
 {
-    /* the lost peer first: the failed operation's owner may end the job on
-     * it (ob1 does) without saying which peer it was */
-    mca_btl_ofi_peer_lost(context, op_context, err);
-    if (MCA_BTL_OFI_OP_RDMA == ((mca_btl_ofi_op_t *) op_context)->kind
-        || MCA_BTL_OFI_OP_BARE == ((mca_btl_ofi_op_t *) op_context)->kind) {
-        mca_btl_ofi_rdma_failed(context, op_context, err);
+    int kind = ((mca_btl_ofi_op_t *) err->op_context)->kind;
+
+    if (act) {
+        mca_btl_ofi_peer_lost(context, err->op_context, err->err);
+    }
+    mca_btl_ofi_context_report_error(context, err);
+    if (act && (MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind)) {
+        mca_btl_ofi_rdma_failed(context, err->op_context, err->err);
     }
 }
 
@@ -526,11 +535,10 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
                 && MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_RMACQ))) {
             struct fi_cq_err_entry err = {
                 .op_context = entries[i].op_context, .flags = entries[i].flags, .err = FI_EIO};
-            mca_btl_ofi_context_report_error(context, &err);
-            if ((MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV))
-                || MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind) {
-                mca_btl_ofi_op_failed(context, entries[i].op_context, FI_EIO);
-            }
+            mca_btl_ofi_op_failed(context, &err,
+                                  (MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV))
+                                      || MCA_BTL_OFI_OP_RDMA == kind
+                                      || MCA_BTL_OFI_OP_BARE == kind);
             entries[i].len = 0;
             entries[i].flags &= ~FI_RECV;
             /* an RDMA or send completion now carries the error status */
@@ -580,12 +588,12 @@ static int mca_btl_ofi_context_idle(mca_btl_ofi_context_t *context, ssize_t coun
             MCA_BTL_OFI_REPORT("fi_cq_readerr", count);
             return 0;
         }
-        mca_btl_ofi_context_report_error(context, &err);
         if (NULL == err.op_context) {
+            mca_btl_ofi_context_report_error(context, &err);
             mca_btl_ofi_remote_failed(context, err.err);
             return 1;
         }
-        mca_btl_ofi_op_failed(context, err.op_context, err.err);
+        mca_btl_ofi_op_failed(context, &err, true);
         struct fi_cq_data_entry failed = {.op_context = err.op_context, .flags = err.flags};
         mca_btl_ofi_dispatch(context, &failed, OPAL_ERROR);
         return 1;

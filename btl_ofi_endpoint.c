@@ -44,10 +44,16 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->probed_at = 0.0;
     memset(&endpoint->bare, 0, sizeof(endpoint->bare));
     endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;
+    endpoint->live_fd = -1;
+    endpoint->live_state = 0;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
 {
+    if (endpoint->live_fd >= 0) {
+        close(endpoint->live_fd);
+        endpoint->live_fd = -1;
+    }
     free(endpoint->addrs);
     endpoint->addrs = NULL;
 }
@@ -378,6 +384,16 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
 /* most milliseconds between two looks at stalled peers on other hosts */
 #define MCA_BTL_OFI_STALL_SCAN_MS 100
 
+/* a liveness connection to a peer's listener (mca_btl_ofi_live_check) */
+enum {
+    MCA_BTL_OFI_LIVE_NONE = 0,   /* not opened (yet) */
+    MCA_BTL_OFI_LIVE_CONNECTING, /* its kernel has not answered yet */
+    MCA_BTL_OFI_LIVE_UP,         /* open: its end tells whether it finalized */
+    MCA_BTL_OFI_LIVE_DONE        /* closed: the peer finalized, or no verdict to be had */
+};
+/* the byte a process writes on every liveness connection as it finalizes */
+#define MCA_BTL_OFI_LIVE_BYE 'B'
+
 /* Start connecting to a liveness listener without waiting: *FD is the
  * socket (-1 when none could be made); returns 0 when accepted already,
  * EINPROGRESS while under way, else why not (ECONNREFUSED: the host
@@ -620,8 +636,11 @@ static uint16_t mca_btl_ofi_probe_listen(mca_btl_ofi_module_t *module, const uin
                                          : ((struct sockaddr_in6 *) &ss)->sin6_port);
 }
 
-/* Close the connections peers' probes made (each was answered by the
- * kernel already), so that the queue never fills. */
+/* Accept the connections peers made to our listener (probes, which
+ * their kernel completed already, and liveness connections): each is kept
+ * until its peer closes it (mca_btl_ofi_live_check), so that a liveness
+ * connection hears our goodbye when we finalize. Emptying the queue keeps
+ * it from filling. */
 static void mca_btl_ofi_probe_drain(mca_btl_ofi_module_t *module)
 {
     int fd;
@@ -629,13 +648,32 @@ static void mca_btl_ofi_probe_drain(mca_btl_ofi_module_t *module)
     if (module->probe_listener <= 0) {
         return;
     }
-    while ((fd = accept4(module->probe_listener, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-        close(fd);
+    while ((fd = accept4(module->probe_listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+        int *grown = realloc(module->live_in, (size_t) (module->num_live_in + 1) * sizeof(*grown));
+
+        if (NULL == grown) {
+            close(fd);
+            continue;
+        }
+        module->live_in = grown;
+        module->live_in[module->num_live_in++] = fd;
     }
 }
 
+/* Finalize: our goodbye on every connection peers keep to us, so that
+ * none of them takes our end for a death, then the listener closed. */
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
 {
+    static const char bye = MCA_BTL_OFI_LIVE_BYE;
+
+    mca_btl_ofi_probe_drain(module);
+    for (int i = 0; i < module->num_live_in; ++i) {
+        (void) send(module->live_in[i], &bye, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        close(module->live_in[i]);
+    }
+    free(module->live_in);
+    module->live_in = NULL;
+    module->num_live_in = 0;
     if (module->probe_listener > 0) {
         close(module->probe_listener);
         module->probe_listener = 0;
@@ -648,6 +686,162 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
     free(module->probes);
     module->probes = NULL;
     module->num_probes = 0;
+}
+
+/*
+ * Liveness connections. A peer on another host that dies while nothing
+ * of ours waits on it gives no sign through the provider before the
+ * runtime ends the job, naming nobody (two-sided traffic: eager sends
+ * complete at once, a rendezvous waits in ob1, not here). Its kernel,
+ * though, closes every socket the process held. So once we have posted to
+ * such a peer, we keep a connection open to its liveness listener; a peer
+ * that ends normally writes one goodbye byte on it from its finalize. The
+ * connection closing without it means the process ended without
+ * MPI_Finalize: the peer is lost, named at the next check (a tenth of a
+ * second), whether or not anything is owed to it. A host that went down
+ * or whose link was cut closes nothing: the stall probes cover those.
+ */
+static void mca_btl_ofi_live_open(mca_btl_ofi_endpoint_t *endpoint)
+{
+    int err = mca_btl_ofi_probe_connect(&endpoint->host, &endpoint->live_fd);
+
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE, "liveness connection to peer %s: %s",
+                        OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                        0 == err ? "open" : strerror(err));
+    if (0 == err || EINPROGRESS == err) {
+        endpoint->live_state = 0 == err ? MCA_BTL_OFI_LIVE_UP : MCA_BTL_OFI_LIVE_CONNECTING;
+        return;
+    }
+    /* no verdict from a refused connection: the stall probes judge the
+     * peer if work of ours waits on it (it may have finalized already) */
+    if (endpoint->live_fd >= 0) {
+        close(endpoint->live_fd);
+        endpoint->live_fd = -1;
+    }
+    endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
+}
+
+static void mca_btl_ofi_live_close(mca_btl_ofi_endpoint_t *endpoint)
+{
+    close(endpoint->live_fd);
+    endpoint->live_fd = -1;
+    endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
+}
+
+/* Under the module lock: open liveness connections to the peers we posted
+ * to, look at all of them and at the ones peers keep to us (closed by
+ * their peer: closed here too). Peers whose connection closed without a
+ * goodbye are retained into lost[] with why[]; returns how many. */
+static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t **lost,
+                                  char (*why)[MCA_BTL_OFI_WHY_LEN])
+{
+    mca_btl_ofi_endpoint_t *endpoint, **owner;
+    struct pollfd *pfds;
+    size_t count = (size_t) module->num_live_in, k = 0;
+    int n = 0;
+
+    OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (MCA_BTL_OFI_LIVE_NONE == endpoint->live_state && !endpoint->checkable && !endpoint->lost
+            && 0 != endpoint->host.ss_family && endpoint->posted > 0) {
+            mca_btl_ofi_live_open(endpoint);
+        }
+        count += endpoint->live_fd >= 0;
+    }
+    if (0 == count) {
+        return 0;
+    }
+    pfds = malloc(count * (sizeof(*pfds) + sizeof(*owner)));
+    if (NULL == pfds) {
+        return 0;
+    }
+    owner = (mca_btl_ofi_endpoint_t **) (pfds + count);
+    OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+        if (endpoint->live_fd >= 0) {
+            pfds[k].fd = endpoint->live_fd;
+            pfds[k].events = MCA_BTL_OFI_LIVE_CONNECTING == endpoint->live_state ? POLLOUT : POLLIN;
+            pfds[k].revents = 0;
+            owner[k++] = endpoint;
+        }
+    }
+    for (int i = 0; i < module->num_live_in; ++i) {
+        pfds[k].fd = module->live_in[i];
+        pfds[k].events = POLLIN;
+        pfds[k].revents = 0;
+        owner[k++] = NULL;
+    }
+    if (poll(pfds, (nfds_t) k, 0) <= 0) {
+        free(pfds);
+        return 0;
+    }
+    for (size_t i = 0; i < k; ++i) {
+        char buf[16], name[INET6_ADDRSTRLEN];
+        socklen_t len = sizeof(int);
+        ssize_t got;
+        int err = 0;
+
+        endpoint = owner[i];
+        if (0 == pfds[i].revents) {
+            continue;
+        }
+        if (NULL == endpoint) {
+            /* a peer's connection to us: only its end matters, to it */
+            got = recv(pfds[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (0 == got || (got < 0 && EAGAIN != errno && EWOULDBLOCK != errno)) {
+                close(pfds[i].fd);
+                pfds[i].fd = -1;
+            }
+            continue;
+        }
+        if (MCA_BTL_OFI_LIVE_CONNECTING == endpoint->live_state) {
+            if (0 != getsockopt(endpoint->live_fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+                err = errno;
+            }
+            if (0 == err) {
+                endpoint->live_state = MCA_BTL_OFI_LIVE_UP;
+            } else {
+                mca_btl_ofi_live_close(endpoint); /* no verdict (see live_open) */
+            }
+            continue;
+        }
+        got = recv(endpoint->live_fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (got < 0 && (EAGAIN == errno || EWOULDBLOCK == errno)) {
+            continue;
+        }
+        err = got < 0 ? errno : 0;
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE,
+                            "liveness connection to peer %s: %zd byte(s)%s%s",
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name), got, 0 != err ? ", " : "",
+                            0 != err ? strerror(err) : "");
+        if (got > 0 && NULL != memchr(buf, MCA_BTL_OFI_LIVE_BYE, (size_t) got)) {
+            mca_btl_ofi_live_close(endpoint); /* it finalized */
+            continue;
+        }
+        mca_btl_ofi_live_close(endpoint);
+        if (endpoint->lost) {
+            continue;
+        }
+        mca_btl_ofi_host_name(&endpoint->host, name, sizeof(name));
+        snprintf(why[n], sizeof(why[n]),
+                 "the process ended without MPI_Finalize (its host %s closed our liveness "
+                 "connection to it%s%s)",
+                 name, 0 != err ? ": " : "", 0 != err ? strerror(err) : "");
+        OBJ_RETAIN(endpoint);
+        lost[n++] = endpoint;
+    }
+    /* the peers' connections that closed leave the list */
+    {
+        size_t base = k - (size_t) module->num_live_in;
+        int kept = 0;
+
+        for (int i = 0; i < module->num_live_in; ++i) {
+            if (pfds[base + (size_t) i].fd >= 0) {
+                module->live_in[kept++] = module->live_in[i];
+            }
+        }
+        module->num_live_in = kept;
+    }
+    free(pfds);
+    return n;
 }
 
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
@@ -714,7 +908,7 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
 {
     mca_btl_ofi_endpoint_t *endpoint, *dead = NULL, **lost = NULL;
     char(*why)[MCA_BTL_OFI_WHY_LEN] = NULL;
-    int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0, *errs = NULL;
+    int interval = mca_btl_ofi_component.peer_check_interval, nlost = 0, n, *errs = NULL;
     size_t count;
     bool proc_due;
     double now;
@@ -760,13 +954,20 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
             OBJ_RETAIN(dead);
         }
     }
-    count = opal_list_get_size(&module->endpoints);
+    /* room for every endpoint twice: a probe and its liveness connection
+     * may both find a peer lost (reported once, mca_btl_ofi_endpoint_lost) */
+    count = 2 * opal_list_get_size(&module->endpoints);
     if (count > 0) {
         lost = malloc(count * sizeof(*lost));
         why = malloc(count * sizeof(*why));
         errs = malloc(count * sizeof(*errs));
         if (NULL != lost && NULL != why && NULL != errs) {
             nlost = mca_btl_ofi_hosts_check(module, now, lost, why, errs);
+            n = mca_btl_ofi_live_check(module, lost + nlost, why + nlost);
+            for (int i = nlost; i < nlost + n; ++i) {
+                errs[i] = ECONNREFUSED; /* the process is gone, its host and link are not */
+            }
+            nlost += n;
         }
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);

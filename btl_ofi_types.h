@@ -204,6 +204,10 @@ struct mca_btl_base_endpoint_t {
      * in flight, which is allowed only when the provider keeps nothing in
      * it (no FI_CONTEXT mode: module->bare_puts) */
     mca_btl_ofi_op_t bare;
+    /* our liveness connection to its listener (a peer on another host we
+     * posted to), and how far it got (btl_ofi_endpoint.c) */
+    int live_fd;
+    int live_state;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
@@ -270,8 +274,10 @@ typedef struct mca_btl_ofi_module_t {
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;
     int probe_listener; /* our liveness listener (peers probe it), 0: none */
-    double next_check;  /* when peers are next checked (seconds) */
-    double next_proc;   /* when same-host peers are next looked up in /proc */
+    int *live_in;       /* connections peers made to it, kept open until they close */
+    int num_live_in;
+    double next_check; /* when peers are next checked (seconds) */
+    double next_proc;  /* when same-host peers are next looked up in /proc */
     /* the rail: index among this process's modules, and the subnet of its
      * interface (IP providers; family 0 otherwise), which pairs it with the
      * peer's module on the same subnet */
