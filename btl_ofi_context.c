@@ -467,17 +467,24 @@ static void mca_btl_ofi_remote_failed(mca_btl_ofi_context_t *context, int err)
  * The report comes second because showing a help message may hold this
  * process for a second while the runtime relays it (seen when a host's
  * processes were all killed: the runtime ended the job meanwhile, and
- * nobody named the host). ACT false: the report only (a failed send's
- * owner gets the status). */
+ * nobody named the host). A failed receive names no peer and stops the
+ * job: its report comes first. ACT false: the report only (a failed
+ * send's owner gets the status). */
 static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, const struct fi_cq_err_entry *err,
                                   bool act)
 {
     int kind = ((mca_btl_ofi_op_t *) err->op_context)->kind;
+    bool report_first = MCA_BTL_OFI_OP_RECV == kind || !act;
 
+    if (report_first) {
+        mca_btl_ofi_context_report_error(context, err);
+    }
     if (act) {
         mca_btl_ofi_peer_lost(context, err->op_context, err->err);
     }
-    mca_btl_ofi_context_report_error(context, err);
+    if (!report_first) {
+        mca_btl_ofi_context_report_error(context, err);
+    }
     if (act && (MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind)) {
         mca_btl_ofi_rdma_failed(context, err->op_context, err->err);
     }

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -388,11 +389,18 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
 enum {
     MCA_BTL_OFI_LIVE_NONE = 0,   /* not opened (yet) */
     MCA_BTL_OFI_LIVE_CONNECTING, /* its kernel has not answered yet */
-    MCA_BTL_OFI_LIVE_UP,         /* open: its end tells whether it finalized */
+    MCA_BTL_OFI_LIVE_UP,         /* open, not yet accepted by the peer itself */
+    MCA_BTL_OFI_LIVE_HEARD,      /* accepted by the peer: its end tells whether it finalized */
     MCA_BTL_OFI_LIVE_DONE        /* closed: the peer finalized, or no verdict to be had */
 };
-/* the byte a process writes on every liveness connection as it finalizes */
+/* the bytes a process writes on a liveness connection made to it: when
+ * it accepts it, and as it finalizes */
+#define MCA_BTL_OFI_LIVE_HELLO 'H'
 #define MCA_BTL_OFI_LIVE_BYE 'B'
+/* liveness connections of each kind (made, accepted) per module at most,
+ * and never more than this fraction of the process's file descriptors */
+#define MCA_BTL_OFI_LIVE_MAX 256
+#define MCA_BTL_OFI_LIVE_FD_SHARE 8
 
 /* Start connecting to a liveness listener without waiting: *FD is the
  * socket (-1 when none could be made); returns 0 when accepted already,
@@ -601,6 +609,7 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
 static uint16_t mca_btl_ofi_probe_listen(mca_btl_ofi_module_t *module, const uint8_t *addr,
                                          size_t len)
 {
+    struct rlimit lim;
     struct sockaddr_storage ss;
     socklen_t sslen;
     int fd;
@@ -632,6 +641,11 @@ static uint16_t mca_btl_ofi_probe_listen(mca_btl_ofi_module_t *module, const uin
         return 0;
     }
     module->probe_listener = fd;
+    module->live_max = MCA_BTL_OFI_LIVE_MAX;
+    if (0 == getrlimit(RLIMIT_NOFILE, &lim) && RLIM_INFINITY != lim.rlim_cur
+        && lim.rlim_cur / MCA_BTL_OFI_LIVE_FD_SHARE < (rlim_t) module->live_max) {
+        module->live_max = (int) (lim.rlim_cur / MCA_BTL_OFI_LIVE_FD_SHARE);
+    }
     return ntohs(AF_INET == ss.ss_family ? ((struct sockaddr_in *) &ss)->sin_port
                                          : ((struct sockaddr_in6 *) &ss)->sin6_port);
 }
@@ -649,14 +663,21 @@ static void mca_btl_ofi_probe_drain(mca_btl_ofi_module_t *module)
         return;
     }
     while ((fd = accept4(module->probe_listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-        int *grown = realloc(module->live_in, (size_t) (module->num_live_in + 1) * sizeof(*grown));
+        static const char hello = MCA_BTL_OFI_LIVE_HELLO;
+        int *grown = NULL;
 
+        /* past the limit, closed without a hello: the peer takes no
+         * verdict from that end (see mca_btl_ofi_live_check) */
+        if (module->num_live_in < module->live_max) {
+            grown = realloc(module->live_in, (size_t) (module->num_live_in + 1) * sizeof(*grown));
+        }
         if (NULL == grown) {
             close(fd);
             continue;
         }
         module->live_in = grown;
         module->live_in[module->num_live_in++] = fd;
+        (void) send(fd, &hello, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     }
 }
 
@@ -701,15 +722,22 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
  * second), whether or not anything is owed to it. A host that went down
  * or whose link was cut closes nothing: the stall probes cover those.
  */
-static void mca_btl_ofi_live_open(mca_btl_ofi_endpoint_t *endpoint)
+static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
-    int err = mca_btl_ofi_probe_connect(&endpoint->host, &endpoint->live_fd);
+    int err;
+
+    if (module->num_live_out >= module->live_max) {
+        endpoint->live_state = MCA_BTL_OFI_LIVE_DONE; /* the stall probes still watch it */
+        return;
+    }
+    err = mca_btl_ofi_probe_connect(&endpoint->host, &endpoint->live_fd);
 
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE, "liveness connection to peer %s: %s",
                         OPAL_NAME_PRINT(endpoint->proc->proc_name),
                         0 == err ? "open" : strerror(err));
     if (0 == err || EINPROGRESS == err) {
         endpoint->live_state = 0 == err ? MCA_BTL_OFI_LIVE_UP : MCA_BTL_OFI_LIVE_CONNECTING;
+        module->num_live_out++;
         return;
     }
     /* no verdict from a refused connection: the stall probes judge the
@@ -721,8 +749,9 @@ static void mca_btl_ofi_live_open(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
 }
 
-static void mca_btl_ofi_live_close(mca_btl_ofi_endpoint_t *endpoint)
+static void mca_btl_ofi_live_close(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
+    module->num_live_out--;
     close(endpoint->live_fd);
     endpoint->live_fd = -1;
     endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
@@ -743,7 +772,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
         if (MCA_BTL_OFI_LIVE_NONE == endpoint->live_state && !endpoint->checkable && !endpoint->lost
             && 0 != endpoint->host.ss_family && endpoint->posted > 0) {
-            mca_btl_ofi_live_open(endpoint);
+            mca_btl_ofi_live_open(module, endpoint);
         }
         count += endpoint->live_fd >= 0;
     }
@@ -777,6 +806,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
         char buf[16], name[INET6_ADDRSTRLEN];
         socklen_t len = sizeof(int);
         ssize_t got;
+        bool heard;
         int err = 0;
 
         endpoint = owner[i];
@@ -799,7 +829,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
             if (0 == err) {
                 endpoint->live_state = MCA_BTL_OFI_LIVE_UP;
             } else {
-                mca_btl_ofi_live_close(endpoint); /* no verdict (see live_open) */
+                mca_btl_ofi_live_close(module, endpoint); /* no verdict (see live_open) */
             }
             continue;
         }
@@ -813,11 +843,21 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
                             OPAL_NAME_PRINT(endpoint->proc->proc_name), got, 0 != err ? ", " : "",
                             0 != err ? strerror(err) : "");
         if (got > 0 && NULL != memchr(buf, MCA_BTL_OFI_LIVE_BYE, (size_t) got)) {
-            mca_btl_ofi_live_close(endpoint); /* it finalized */
+            mca_btl_ofi_live_close(module, endpoint); /* it finalized */
             continue;
         }
-        mca_btl_ofi_live_close(endpoint);
-        if (endpoint->lost) {
+        if (got > 0) {
+            if (NULL != memchr(buf, MCA_BTL_OFI_LIVE_HELLO, (size_t) got)) {
+                endpoint->live_state = MCA_BTL_OFI_LIVE_HEARD;
+            }
+            continue;
+        }
+        /* closed. Before its hello, the peer may just have finalized
+         * (the connection reached its listener's queue as it closed) or
+         * refused it (too many): no verdict */
+        heard = MCA_BTL_OFI_LIVE_HEARD == endpoint->live_state;
+        mca_btl_ofi_live_close(module, endpoint);
+        if (!heard || endpoint->lost) {
             continue;
         }
         mca_btl_ofi_host_name(&endpoint->host, name, sizeof(name));

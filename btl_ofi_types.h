@@ -276,6 +276,8 @@ typedef struct mca_btl_ofi_module_t {
     int probe_listener; /* our liveness listener (peers probe it), 0: none */
     int *live_in;       /* connections peers made to it, kept open until they close */
     int num_live_in;
+    int num_live_out;  /* our liveness connections to peers' listeners */
+    int live_max;      /* most of either, so that they never take the fds a job needs */
     double next_check; /* when peers are next checked (seconds) */
     double next_proc;  /* when same-host peers are next looked up in /proc */
     /* the rail: index among this process's modules, and the subnet of its
