@@ -101,7 +101,8 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 /* component */
 int mca_btl_ofi_component_progress(void);
 /** Progress every context of every module once; CHECK: look at the peers
- * too (the progress callback does every 256th call). */
+ * too (the progress callback does so every 256 calls, or every 16
+ * that find nothing to do). */
 int mca_btl_ofi_progress_all(bool check);
 int mca_btl_ofi_select_info(struct fi_info **info_out);
 
