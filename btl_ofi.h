@@ -104,6 +104,8 @@ int mca_btl_ofi_component_progress(void);
  * too (the progress callback does so every 256 calls, or every 16
  * that find nothing to do). */
 int mca_btl_ofi_progress_all(bool check);
+/* progress calls (or flush passes) between two looks at the peers */
+#define MCA_BTL_OFI_CHECK_CALLS 256
 int mca_btl_ofi_select_info(struct fi_info **info_out);
 
 /* module */

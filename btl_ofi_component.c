@@ -1237,7 +1237,6 @@ int mca_btl_ofi_progress_all(bool check)
  * nothing of ours waited on it was named only after the runtime had ended
  * the job. Idle calls count 16: a look every 16 of them. The looks
  * themselves are paced by the clock (mca_btl_ofi_peers_check). */
-#define MCA_BTL_OFI_CHECK_CALLS 256
 #define MCA_BTL_OFI_CHECK_IDLE_WEIGHT 16
 
 int mca_btl_ofi_component_progress(void)

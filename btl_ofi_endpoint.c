@@ -722,11 +722,12 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
  * second), whether or not anything is owed to it. A host that went down
  * or whose link was cut closes nothing: the stall probes cover those.
  */
-static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                  size_t open)
 {
     int err;
 
-    if (module->num_live_out >= module->live_max) {
+    if (open >= (size_t) module->live_max) {
         endpoint->live_state = MCA_BTL_OFI_LIVE_DONE; /* the stall probes still watch it */
         return;
     }
@@ -737,7 +738,6 @@ static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
                         0 == err ? "open" : strerror(err));
     if (0 == err || EINPROGRESS == err) {
         endpoint->live_state = 0 == err ? MCA_BTL_OFI_LIVE_UP : MCA_BTL_OFI_LIVE_CONNECTING;
-        module->num_live_out++;
         return;
     }
     /* no verdict from a refused connection: the stall probes judge the
@@ -749,9 +749,8 @@ static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
 }
 
-static void mca_btl_ofi_live_close(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+static void mca_btl_ofi_live_close(mca_btl_ofi_endpoint_t *endpoint)
 {
-    module->num_live_out--;
     close(endpoint->live_fd);
     endpoint->live_fd = -1;
     endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
@@ -766,16 +765,18 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
 {
     mca_btl_ofi_endpoint_t *endpoint, **owner;
     struct pollfd *pfds;
-    size_t count = (size_t) module->num_live_in, k = 0;
+    size_t count = 0, k = 0;
     int n = 0;
 
+    /* COUNT: our connections so far, then those peers keep to us too */
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
         if (MCA_BTL_OFI_LIVE_NONE == endpoint->live_state && !endpoint->checkable && !endpoint->lost
             && 0 != endpoint->host.ss_family && endpoint->posted > 0) {
-            mca_btl_ofi_live_open(module, endpoint);
+            mca_btl_ofi_live_open(module, endpoint, count);
         }
         count += endpoint->live_fd >= 0;
     }
+    count += (size_t) module->num_live_in;
     if (0 == count) {
         return 0;
     }
@@ -829,7 +830,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
             if (0 == err) {
                 endpoint->live_state = MCA_BTL_OFI_LIVE_UP;
             } else {
-                mca_btl_ofi_live_close(module, endpoint); /* no verdict (see live_open) */
+                mca_btl_ofi_live_close(endpoint); /* no verdict (see live_open) */
             }
             continue;
         }
@@ -843,7 +844,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
                             OPAL_NAME_PRINT(endpoint->proc->proc_name), got, 0 != err ? ", " : "",
                             0 != err ? strerror(err) : "");
         if (got > 0 && NULL != memchr(buf, MCA_BTL_OFI_LIVE_BYE, (size_t) got)) {
-            mca_btl_ofi_live_close(module, endpoint); /* it finalized */
+            mca_btl_ofi_live_close(endpoint); /* it finalized */
             continue;
         }
         if (got > 0) {
@@ -856,7 +857,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
          * (the connection reached its listener's queue as it closed) or
          * refused it (too many): no verdict */
         heard = MCA_BTL_OFI_LIVE_HEARD == endpoint->live_state;
-        mca_btl_ofi_live_close(module, endpoint);
+        mca_btl_ofi_live_close(endpoint);
         if (!heard || endpoint->lost) {
             continue;
         }

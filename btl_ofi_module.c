@@ -398,10 +398,10 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
 
     if (OPAL_LIKELY(NULL != only)) {
         /* one module with one context: it alone holds what we wait for.
-         * The peers are looked at every 256 passes, as the progress
+         * The peers are looked at every MCA_BTL_OFI_CHECK_CALLS passes, as the progress
          * callback does: a flush waiting on a lost peer must learn of it */
         for (uint32_t pass = 1; only->outstanding > 0; ++pass) {
-            if (OPAL_UNLIKELY(0 == (pass & 255))) {
+            if (OPAL_UNLIKELY(0 == pass % MCA_BTL_OFI_CHECK_CALLS)) {
                 (void) mca_btl_ofi_progress_all(true);
             } else {
                 (void) mca_btl_ofi_context_progress(only);

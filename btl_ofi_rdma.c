@@ -270,9 +270,7 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_put_bare(
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_LIKELY(0 == rc)) {
-        if (OPAL_UNLIKELY(context->outstanding > mca_btl_ofi_component.progress_threshold)) {
-            (void) mca_btl_ofi_context_progress(context);
-        }
+        mca_btl_ofi_keep_short(context);
         return OPAL_SUCCESS;
     }
     mca_btl_ofi_inflight(context, endpoint, -1);

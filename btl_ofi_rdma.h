@@ -125,6 +125,16 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 #define mca_btl_ofi_post_result(context, comp, rc, call)                                           \
     mca_btl_ofi_post_result_at(context, comp, rc, call, __FILE__, __LINE__)
 
+/** After a successful post: keep the queue short where the provider only
+ * moves data when polled. */
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_keep_short(mca_btl_ofi_context_t *context)
+{
+    if (OPAL_UNLIKELY(context->outstanding > mca_btl_ofi_component.progress_threshold)) {
+        (void) mca_btl_ofi_context_progress(context);
+    }
+}
+
 static inline __opal_attribute_always_inline__ int
 mca_btl_ofi_post_result_at(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
                            ssize_t rc, const char *call, const char *file, int line)
@@ -132,10 +142,7 @@ mca_btl_ofi_post_result_at(mca_btl_ofi_context_t *context, mca_btl_ofi_completio
     if (OPAL_UNLIKELY(0 != rc)) {
         return mca_btl_ofi_post_failed(context, comp, rc, call, file, line);
     }
-    if (OPAL_UNLIKELY(context->outstanding > mca_btl_ofi_component.progress_threshold)) {
-        /* keep the queue short where the provider only moves data when polled */
-        (void) mca_btl_ofi_context_progress(context);
-    }
+    mca_btl_ofi_keep_short(context);
     return OPAL_SUCCESS;
 }
 

@@ -202,7 +202,7 @@ struct mca_btl_base_endpoint_t {
      * callback (osc/rdma's, flushed later): its completion only has to be
      * counted, so it needs no object of its own. Shared by all such puts
      * in flight, which is allowed only when the provider keeps nothing in
-     * it (no FI_CONTEXT mode: module->bare_puts) */
+     * it (no FI_CONTEXT mode: module->bare_limit) */
     mca_btl_ofi_op_t bare;
     /* our liveness connection to its listener (a peer on another host we
      * posted to), and how far it got (btl_ofi_endpoint.c) */
@@ -276,7 +276,6 @@ typedef struct mca_btl_ofi_module_t {
     int probe_listener; /* our liveness listener (peers probe it), 0: none */
     int *live_in;       /* connections peers made to it, kept open until they close */
     int num_live_in;
-    int num_live_out;  /* our liveness connections to peers' listeners */
     int live_max;      /* most of either, so that they never take the fds a job needs */
     double next_check; /* when peers are next checked (seconds) */
     double next_proc;  /* when same-host peers are next looked up in /proc */
