@@ -421,6 +421,11 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
     }
+    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
+        /* this rail's link to the peer failed: another rail carries it */
+        module = endpoint->detour_module;
+        endpoint = endpoint->detour;
+    }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
                                        remote_handle, op, operand, compare, is_cswap, flags, cbfunc,

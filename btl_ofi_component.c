@@ -1172,8 +1172,14 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     for (int i = 0; i < ntaken; ++i) {
         modules[i] = &taken[i]->super;
         c->modules[i] = taken[i];
-        if (ntaken > 1 && taken[i]->bare_limit > c->rail_split_size) {
-            taken[i]->bare_limit = c->rail_split_size; /* larger ones are split */
+        if (ntaken > 1) {
+            /* a rail whose link fails passes its puts and gets in flight
+             * to another (mca_btl_ofi_rail_failover): each keeps its
+             * completion object, and every message has a completion, so
+             * that what the failed link holds is known */
+            taken[i]->track = true;
+            taken[i]->bare_limit = 0;
+            taken[i]->super.btl_sendi = NULL;
         }
     }
     c->num_modules = ntaken;

@@ -202,6 +202,7 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
         OBJ_CONSTRUCT(&module->contexts[i].pending, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].sendq, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].rdmaq, opal_list_t);
+        OBJ_CONSTRUCT(&module->contexts[i].tracked, opal_list_t);
         module->contexts[i].module = module;
     }
     module->num_contexts = count;
@@ -291,6 +292,9 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
         while (NULL != opal_list_remove_first(&context->rdmaq)) {
         }
         OBJ_DESTRUCT(&context->rdmaq);
+        while (NULL != opal_list_remove_first(&context->tracked)) {
+        }
+        OBJ_DESTRUCT(&context->tracked);
         OBJ_DESTRUCT(&context->sendq);
         OBJ_DESTRUCT(&context->completions);
         OBJ_DESTRUCT(&context->lock);
@@ -517,6 +521,10 @@ mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, const struct fi_cq_data_ent
     case MCA_BTL_OFI_OP_SEND:
         mca_btl_ofi_frag_sent(mca_btl_ofi_frag_from_op(op_context), status);
         break;
+    case MCA_BTL_OFI_OP_MOVED:
+        /* sent again on another rail, which finishes it: only given back */
+        (void) mca_btl_ofi_untrack(mca_btl_ofi_completion_from_ctx(op_context));
+        break;
     default:
         if ((e->flags & FI_RECV) && e->len > 0 && OPAL_SUCCESS == status) {
             mca_btl_ofi_count_recv(context, e->len);
@@ -600,7 +608,10 @@ static int mca_btl_ofi_context_idle(mca_btl_ofi_context_t *context, ssize_t coun
             mca_btl_ofi_remote_failed(context, err.err);
             return 1;
         }
-        mca_btl_ofi_op_failed(context, &err, true);
+        /* one sent again on another rail: its failure here is expected */
+        if (MCA_BTL_OFI_OP_MOVED != ((mca_btl_ofi_op_t *) err.op_context)->kind) {
+            mca_btl_ofi_op_failed(context, &err, true);
+        }
         struct fi_cq_data_entry failed = {.op_context = err.op_context, .flags = err.flags};
         mca_btl_ofi_dispatch(context, &failed, OPAL_ERROR);
         return 1;

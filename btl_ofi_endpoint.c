@@ -10,6 +10,7 @@
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_rdma.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -45,6 +46,8 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->probed_at = 0.0;
     memset(&endpoint->bare, 0, sizeof(endpoint->bare));
     endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;
+    endpoint->detour = NULL;
+    endpoint->detour_module = NULL;
     endpoint->live_fd = -1;
     endpoint->live_state = 0;
 }
@@ -380,7 +383,7 @@ static void mca_btl_ofi_host_name(const struct sockaddr_storage *host, char *buf
 #define MCA_BTL_OFI_SUSPECT_WAIT_MS 200
 
 /* room for why a peer was lost (the lost-peer line adds who and where) */
-#define MCA_BTL_OFI_WHY_LEN 320
+#define MCA_BTL_OFI_WHY_LEN 480
 
 /* most milliseconds between two looks at stalled peers on other hosts */
 #define MCA_BTL_OFI_STALL_SCAN_MS 100
@@ -904,17 +907,78 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *end
     return peer;
 }
 
-/* A peer whose host did not answer on this rail may still answer on
- * another: then only this rail's link is cut (a cable, a switch port),
- * and WHY says so instead of "host down". The job still stops: what is
- * in flight on the cut link cannot be known delivered or not, and
- * resending it on another rail could deliver a message twice. */
-static void mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+/*
+ * Rail failover. A peer whose host does not answer on one rail may still
+ * answer on another: then only this rail's link is cut (a cable, a switch
+ * port). Its puts and gets in flight on the cut link are sent again on
+ * the rail that answers (they write or read the same bytes twice at
+ * most, which an access epoch allows), and every later operation for the
+ * peer takes that rail (its endpoint's detour). A message or an atomic
+ * in flight on the cut link cannot be sent again: it may have arrived or
+ * been applied, and twice would be wrong; with one of them in flight the
+ * peer is lost, as before. With several rails every message has a
+ * completion (module->track), so that none is in flight unseen. The peer
+ * is told over the rail that answers, so that its own traffic to us
+ * leaves the cut link before it stalls there.
+ */
+
+/* Leave ENDPOINT's rail (MODULE) for PEER, the same process's endpoint on
+ * RAIL (or for the detour taken before). True when nothing is lost: what
+ * was in flight could be moved. */
+static bool mca_btl_ofi_rail_failover(mca_btl_ofi_module_t *module,
+                                      mca_btl_ofi_endpoint_t *endpoint, mca_btl_ofi_module_t *rail,
+                                      mca_btl_ofi_endpoint_t *peer)
+{
+    if (NULL == endpoint->detour) {
+        endpoint->detour_module = rail;
+        opal_atomic_wmb();
+        endpoint->detour = peer;
+    }
+    (void) mca_btl_ofi_rdma_move(module, endpoint, endpoint->detour_module, endpoint->detour);
+    /* what remains counted is a message or an atomic (or an operation
+     * stuck since the detour: a fragment queued before it) */
+    return endpoint->posted == endpoint->completed;
+}
+
+/* Tell the peer at PEER (on RAIL, which works) that its rail PEER_RAIL's
+ * link to our rail OUR_RAIL is cut. */
+static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *rail, mca_btl_ofi_endpoint_t *peer,
+                                      int peer_rail, int our_rail)
+{
+    mca_btl_ofi_rail_cut_t msg;
+
+    if (!rail->messaging) {
+        return; /* the peer finds out itself, when its traffic stalls */
+    }
+    memset(&msg, 0, sizeof(msg));
+    msg.hdr.type = MCA_BTL_OFI_MSG_RAIL_CUT;
+    memcpy(&msg.origin, &OPAL_PROC_MY_NAME, sizeof(msg.origin));
+    msg.rail = (uint32_t) peer_rail;
+    msg.from_rail = (uint32_t) our_rail;
+    mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(rail), peer, &msg, sizeof(msg));
+}
+
+/* The peer ENDPOINT of MODULE did not answer a probe: when another rail of
+ * ours reaches it, fail over to that rail (true: the peer is not lost).
+ * Otherwise WHY says what was seen. */
+static bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                  char *why, size_t len)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     char here[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN];
 
+    if (NULL != endpoint->detour) {
+        /* failed over before: only what was queued on this rail then can
+         * still stand still here */
+        if (mca_btl_ofi_rail_failover(module, endpoint, NULL, NULL)) {
+            return true;
+        }
+        snprintf(why, len,
+                 "the link of rail %d to it failed earlier (its traffic took rail %d since), and "
+                 "an operation queued before that is stuck on it",
+                 module->rail, endpoint->detour_module->rail);
+        return false;
+    }
     for (int r = 0; r < c->num_modules; ++r) {
         mca_btl_ofi_module_t *rail = c->modules[r];
         mca_btl_ofi_endpoint_t *peer;
@@ -923,19 +987,98 @@ static void mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
             continue;
         }
         peer = mca_btl_ofi_endpoint_on_rail(endpoint, rail);
-        if (NULL == peer || peer->lost || 0 == peer->host.ss_family
+        if (NULL == peer || peer->lost || peer->dead || NULL != peer->detour
+            || 0 == peer->host.ss_family
             || 0 != mca_btl_ofi_probe_now(&peer->host, MCA_BTL_OFI_SUSPECT_WAIT_MS)) {
             continue;
         }
         mca_btl_ofi_host_name(&endpoint->host, here, sizeof(here));
         mca_btl_ofi_host_name(&peer->host, there, sizeof(there));
-        snprintf(why, len,
-                 "its address %s on rail %d does not answer while %s on rail %d does: the link "
-                 "of rail %d is cut or down; btl/ofi does not move operations in flight to "
-                 "another rail",
-                 here, module->rail, there, rail->rail, module->rail);
+        if (!mca_btl_ofi_rail_failover(module, endpoint, rail, peer)) {
+            snprintf(why, len,
+                     "its address %s on rail %d does not answer while %s on rail %d does: the "
+                     "link of rail %d is cut or down, and a message or atomic to the peer was in "
+                     "flight on it (btl/ofi cannot know whether it arrived, so it cannot send it "
+                     "again on another rail)",
+                     here, module->rail, there, rail->rail, module->rail);
+            return false;
+        }
+        opal_output(0,
+                    "btl/ofi on %s: peer %s on %s: its address %s on rail %d does not answer "
+                    "while %s on rail %d does: the link of rail %d is cut or down; traffic to "
+                    "this peer takes rail %d from now on",
+                    opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
+                    NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
+                    here, module->rail, there, rail->rail, module->rail, rail->rail);
+        mca_btl_ofi_rail_cut_tell(rail, peer, endpoint->peer_rail, module->rail);
+        return true;
+    }
+    return false;
+}
+
+/* MODULE's endpoint for the process named ORIGIN (mca_btl_ofi_name_key),
+ * retained, or NULL. */
+static mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *module,
+                                                            uint64_t origin)
+{
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, origin,
+                                            (void **) &endpoint);
+    if (NULL != endpoint) {
+        OBJ_RETAIN(endpoint);
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    return endpoint;
+}
+
+void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_module_t *module = context->module, *cut;
+    mca_btl_ofi_endpoint_t *live = NULL, *endpoint = NULL;
+    mca_btl_ofi_rail_cut_t msg;
+    char why[MCA_BTL_OFI_WHY_LEN];
+
+    if (len < sizeof(msg)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short rail notice");
         return;
     }
+    memcpy(&msg, buf, sizeof(msg));
+    if (msg.rail >= (uint32_t) c->num_modules || NULL == (cut = c->modules[msg.rail])
+        || cut == module) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a rail notice for rail %u",
+                            (unsigned) msg.rail);
+        return;
+    }
+    live = mca_btl_ofi_endpoint_by_name(module, msg.origin);
+    if (NULL == live) {
+        return; /* a peer we no longer know (its procs were deleted) */
+    }
+    endpoint = mca_btl_ofi_endpoint_by_name(cut, msg.origin);
+    if (NULL != endpoint && !endpoint->lost && NULL == endpoint->detour) {
+        if (mca_btl_ofi_rail_failover(cut, endpoint, module, live)) {
+            opal_output(0,
+                        "btl/ofi on %s: peer %s on %s finds the link between its rail %u and "
+                        "our rail %d cut or down; traffic to this peer takes rail %d from now on",
+                        opal_process_info.nodename, OPAL_NAME_PRINT(live->proc->proc_name),
+                        NULL != live->proc->proc_hostname ? live->proc->proc_hostname : "?",
+                        (unsigned) msg.from_rail, cut->rail, module->rail);
+        } else {
+            snprintf(why, sizeof(why),
+                     "it finds the link between its rail %u and our rail %d cut or down, and a "
+                     "message or atomic of ours to it was in flight on that link (btl/ofi cannot "
+                     "know whether it arrived, so it cannot send it again on another rail)",
+                     (unsigned) msg.from_rail, cut->rail);
+            endpoint->dead = true;
+            mca_btl_ofi_endpoint_lost(cut, endpoint, why);
+        }
+    }
+    if (NULL != endpoint) {
+        OBJ_RELEASE(endpoint);
+    }
+    OBJ_RELEASE(live);
 }
 
 /*
@@ -1013,8 +1156,10 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
     for (int i = 0; i < nlost; ++i) {
-        if (ECONNREFUSED != errs[i]) {
-            mca_btl_ofi_rail_cut(module, lost[i], why[i], sizeof(why[i]));
+        if (ECONNREFUSED != errs[i] && !lost[i]->lost
+            && mca_btl_ofi_rail_cut(module, lost[i], why[i], sizeof(why[i]))) {
+            OBJ_RELEASE(lost[i]);
+            continue;
         }
         lost[i]->dead = true;
         mca_btl_ofi_endpoint_lost(module, lost[i], why[i]);

@@ -83,6 +83,10 @@ bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module);
 /* An error without a clear cause involved this peer: probe it at the next
  * check (peers on other hosts; same-host peers are checked at once). */
 void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint);
+/* A peer's notice that the link between one of its rails and one of ours
+ * is cut (received on another rail, CONTEXT's): our traffic to it leaves
+ * that rail too (see mca_btl_ofi_rail_cut in btl_ofi_endpoint.c). */
+void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf, size_t len);
 /* Close the probes of peers' hosts still under way (module teardown). */
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 

@@ -37,6 +37,7 @@ static int mca_btl_ofi_frag_item_init(opal_free_list_item_t *item, void *ctx)
     memset(item->ptr, 0, ((mca_btl_ofi_module_t *) ctx)->msg_size);
     frag->segment.seg_addr.pval = frag->hdr + 1;
     frag->segment.seg_len = 0;
+    frag->home = (mca_btl_ofi_module_t *) ctx;
     return OPAL_SUCCESS;
 }
 
@@ -142,6 +143,12 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
 
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
+    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
+        /* this rail's link to the peer failed: another rail carries it */
+        module = endpoint->detour_module;
+        endpoint = endpoint->detour;
+        context = mca_btl_ofi_context_get(module);
     }
 
     frag->hdr->type = MCA_BTL_OFI_MSG_AM;
@@ -291,14 +298,14 @@ out_descriptor:
 void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
 {
     mca_btl_ofi_context_t *context = frag->context;
-    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_module_t *module = frag->home;
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
     uint32_t flags = frag->base.des_flags; /* the callback may free the frag */
 
-    if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && OPAL_LIKELY(!module->closing)) {
+    if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && OPAL_LIKELY(!context->module->closing)) {
         frag->base.des_cbfunc(&module->super, frag->endpoint, &frag->base, status);
     }
-    if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || module->closing) {
+    if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || context->module->closing) {
         opal_free_list_return(&module->frags, &frag->base.super);
     }
     mca_btl_ofi_send_inflight(context, endpoint, -1);
@@ -445,6 +452,9 @@ static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, si
     case MCA_BTL_OFI_MSG_AMO_RESP:
         mca_btl_ofi_amo_answer(context, msg, len);
         break;
+    case MCA_BTL_OFI_MSG_RAIL_CUT:
+        mca_btl_ofi_rail_cut_heard(context, msg, len);
+        break;
     default:
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped a message of unknown type %d (%zu bytes)", hdr->type, len);
@@ -498,7 +508,8 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
     mca_btl_ofi_frag_t *frag;
     ssize_t rc;
 
-    if (OPAL_LIKELY(len <= module->inject_size)) {
+    /* with several rails every message gets a completion (module->track) */
+    if (OPAL_LIKELY(len <= module->inject_size && !module->track)) {
         return MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO
                                                          : fi_inject(context->tx, msg, len, peer);
     }
@@ -525,9 +536,10 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
 static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                                    size_t len, ssize_t rc)
 {
-    return mca_btl_ofi_post_refused(context->module, endpoint,
-                                    len <= context->module->inject_size ? "fi_inject" : "fi_send",
-                                    rc);
+    return mca_btl_ofi_post_refused(
+        context->module, endpoint,
+        len <= context->module->inject_size && !context->module->track ? "fi_inject" : "fi_send",
+        rc);
 }
 
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,

@@ -14,7 +14,8 @@ BEGIN_C_DECLS
 enum {
     MCA_BTL_OFI_MSG_AMO_REQ = 1,  /* emulated atomic: do this at your end */
     MCA_BTL_OFI_MSG_AMO_RESP = 2, /* emulated atomic: done, old value enclosed */
-    MCA_BTL_OFI_MSG_AM = 3        /* pml payload for the active-message tag in op */
+    MCA_BTL_OFI_MSG_AM = 3,       /* pml payload for the active-message tag in op */
+    MCA_BTL_OFI_MSG_RAIL_CUT = 4  /* a link between a rail of the sender and one of ours is cut */
 };
 
 /* Leading bytes of every message. */
@@ -44,6 +45,15 @@ typedef struct mca_btl_ofi_amo_resp_t {
     uint64_t result;
 } mca_btl_ofi_amo_resp_t;
 
+/* The link between the sender's rail from_rail and the receiver's rail
+ * `rail' is cut: the receiver's traffic to the sender leaves it too. */
+typedef struct mca_btl_ofi_rail_cut_t {
+    mca_btl_ofi_msg_hdr_t hdr;
+    uint64_t origin; /* the sender's process name (mca_btl_ofi_name_key) */
+    uint32_t rail;
+    uint32_t from_rail;
+} mca_btl_ofi_rail_cut_t;
+
 /* One posted receive buffer: a single message, or with FI_MULTI_RECV
  * many, packed back to back until the provider releases it. */
 typedef struct mca_btl_ofi_rdesc_t {
@@ -62,6 +72,9 @@ typedef struct mca_btl_ofi_frag_t {
     mca_btl_ofi_msg_hdr_t *hdr;
     mca_btl_ofi_endpoint_t *endpoint;
     mca_btl_ofi_context_t *context;
+    /* the module whose list it comes from and whose btl the pml used: a
+     * fragment sent on another rail (a detour) still goes back there */
+    mca_btl_ofi_module_t *home;
 } mca_btl_ofi_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);
 

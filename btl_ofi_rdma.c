@@ -17,10 +17,134 @@ static void mca_btl_ofi_completion_construct(mca_btl_ofi_completion_t *comp)
     memset(&comp->op, 0, sizeof(comp->op));
     comp->op.kind = MCA_BTL_OFI_OP_RDMA;
     comp->cbfunc = NULL;
+    OBJ_CONSTRUCT(&comp->track_item, opal_list_item_t);
+    comp->tracked = false;
+    comp->remote_handle = NULL;
+}
+
+static void mca_btl_ofi_completion_destruct(mca_btl_ofi_completion_t *comp)
+{
+    OBJ_DESTRUCT(&comp->track_item);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_completion_t, opal_free_list_item_t,
-                   mca_btl_ofi_completion_construct, NULL);
+                   mca_btl_ofi_completion_construct, mca_btl_ofi_completion_destruct);
+
+static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_track(opal_list_item_t *item)
+{
+    return (mca_btl_ofi_completion_t *) ((char *) item
+                                         - offsetof(mca_btl_ofi_completion_t, track_item));
+}
+
+bool mca_btl_ofi_untrack(mca_btl_ofi_completion_t *comp)
+{
+    mca_btl_ofi_context_t *context = comp->context;
+    bool moved;
+
+    /* under the lock: the rail's failover may be moving it right now */
+    MCA_BTL_OFI_LOCK(&context->lock);
+    moved = MCA_BTL_OFI_OP_MOVED == comp->op.kind;
+    if (comp->tracked) {
+        opal_list_remove_item(&context->tracked, &comp->track_item);
+        comp->tracked = false;
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (moved) {
+        /* counted as complete when it was moved */
+        comp->op.kind = MCA_BTL_OFI_OP_RDMA;
+        opal_free_list_return(&context->completions, &comp->super);
+    }
+    return moved;
+}
+
+/* Take off CONTEXT (locked) every put and get of FROM, parked or in
+ * flight, onto OUT. One in flight stays the provider's until it completes
+ * (if ever): it becomes MOVED, given back by that completion. */
+static void mca_btl_ofi_rdma_take(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *from,
+                                  opal_list_t *out)
+{
+    opal_list_item_t *item, *next;
+
+    OPAL_LIST_FOREACH_SAFE (item, next, &context->rdmaq, opal_list_item_t) {
+        mca_btl_ofi_completion_t *comp = (mca_btl_ofi_completion_t *) item;
+
+        if (comp->endpoint == from && comp->tracked) {
+            opal_list_remove_item(&context->rdmaq, item);
+            opal_list_remove_item(&context->tracked, &comp->track_item);
+            comp->tracked = false;
+            opal_list_append(out, item); /* never posted: kind stays RDMA */
+        }
+    }
+    OPAL_LIST_FOREACH_SAFE (item, next, &context->tracked, opal_list_item_t) {
+        mca_btl_ofi_completion_t *comp = mca_btl_ofi_completion_from_track(item);
+
+        if (comp->endpoint == from) {
+            opal_list_remove_item(&context->tracked, item);
+            comp->tracked = false;
+            comp->op.kind = MCA_BTL_OFI_OP_MOVED;
+            opal_list_append(out, &comp->super.super);
+        }
+    }
+}
+
+int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
+                          mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
+{
+    opal_list_item_t *item;
+    opal_list_t taken;
+    int moved = 0;
+
+    OBJ_CONSTRUCT(&taken, opal_list_t);
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+
+        MCA_BTL_OFI_LOCK(&context->lock);
+        mca_btl_ofi_rdma_take(context, from, &taken);
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
+    while (NULL != (item = opal_list_remove_first(&taken))) {
+        mca_btl_ofi_completion_t *old = (mca_btl_ofi_completion_t *) item, *comp;
+        mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(to_module);
+        ssize_t rc = -FI_ENOMEM;
+
+        /* the local buffer's descriptor is the old rail's: none is needed
+         * (no provider we take wants FI_MR_LOCAL) */
+        comp = (mca_btl_ofi_completion_t *) opal_free_list_get(&context->completions);
+        if (OPAL_LIKELY(NULL != comp)) {
+            comp->context = context;
+            comp->btl = old->btl;
+            comp->endpoint = to;
+            comp->local_address = old->local_address;
+            comp->local_handle = NULL;
+            comp->cbfunc = old->cbfunc;
+            comp->cbcontext = old->cbcontext;
+            comp->cbdata = old->cbdata;
+            comp->remote_handle = old->remote_handle;
+            mca_btl_ofi_inflight(context, to, 1);
+            MCA_BTL_OFI_LOCK(&context->lock);
+            rc = mca_btl_ofi_rma_start(context, comp, old->parked_kind, old->parked_size,
+                                       old->parked_raddr, mca_btl_ofi_rkey(to, old->remote_handle));
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+        }
+        /* the old one is done with as far as flush and the peer's stall
+         * are concerned */
+        mca_btl_ofi_inflight(old->context, from, -1);
+        if (MCA_BTL_OFI_OP_MOVED != old->op.kind) {
+            opal_free_list_return(&old->context->completions, &old->super);
+        }
+        if (OPAL_UNLIKELY(0 != rc)) {
+            (void) mca_btl_ofi_post_refused(to_module, to, mca_btl_ofi_rma_call(old->parked_kind),
+                                            rc);
+            if (NULL != comp) {
+                mca_btl_ofi_completion_finish(comp, OPAL_ERROR);
+            }
+            continue;
+        }
+        ++moved;
+    }
+    OBJ_DESTRUCT(&taken);
+    return moved;
+}
 
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
                             ssize_t rc, const char *call, const char *file, int line)
@@ -90,7 +214,16 @@ static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpo
         whole->parts_status = status;
     }
     if (0 == opal_atomic_add_fetch_32(&whole->parts_left, -1)) {
-        mca_btl_ofi_completion_finish(whole, whole->parts_status);
+        mca_btl_ofi_context_t *owner = whole->context;
+
+        /* as mca_btl_ofi_completion_finish, but the whole was counted on
+         * its context only (see mca_btl_ofi_rdma_split) */
+        if (NULL != whole->cbfunc && OPAL_LIKELY(!owner->module->closing)) {
+            whole->cbfunc(whole->btl, whole->endpoint, whole->local_address, whole->local_handle,
+                          whole->cbcontext, whole->cbdata, whole->parts_status);
+        }
+        opal_free_list_return(&owner->completions, &whole->super);
+        mca_btl_ofi_add64(&owner->outstanding, -1);
     }
 }
 
@@ -133,7 +266,7 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
             continue;
         }
         peer = rail == module ? endpoint : mca_btl_ofi_endpoint_on_rail(endpoint, rail);
-        if (NULL != peer && !peer->dead && !peer->lost) {
+        if (NULL != peer && !peer->dead && !peer->lost && NULL == peer->detour) {
             rails[n] = rail;
             eps[n++] = peer;
         }
@@ -168,10 +301,13 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     n = i;
     whole->parts_left = n;
     whole->parts_status = OPAL_SUCCESS;
-    mca_btl_ofi_inflight(context, endpoint, 1);
+    /* the whole counts for flush on its context; each part counts for its
+     * own peer endpoint (what is in flight on a rail's link) */
+    mca_btl_ofi_add64(&context->outstanding, 1);
     for (i = 0; i < n; ++i) {
         ssize_t rc;
 
+        parts[i]->remote_handle = remote_handle;
         mca_btl_ofi_inflight(ctxs[i], eps[i], 1);
         MCA_BTL_OFI_LOCK(&ctxs[i]->lock);
         rc = mca_btl_ofi_rma_start(
@@ -202,6 +338,13 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     if (OPAL_UNLIKELY(endpoint->dead)) {
         return mca_btl_ofi_endpoint_refuse(module, endpoint);
     }
+    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
+        /* this rail's link to the peer failed: another rail carries it */
+        module = endpoint->detour_module;
+        endpoint = endpoint->detour;
+        btl = &module->super;
+        context = mca_btl_ofi_context_get(module);
+    }
     if (OPAL_UNLIKELY(size >= mca_btl_ofi_component.rail_split_size
                       && mca_btl_ofi_component.num_modules > 1)) {
         int ret =
@@ -216,6 +359,7 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
+    comp->remote_handle = remote_handle;
 
     mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);

@@ -38,6 +38,13 @@ typedef struct mca_btl_ofi_completion_t {
      * first error one of them met */
     volatile int32_t parts_left;
     int parts_status;
+    /* with several rails (module->track): a put or get on its context's
+     * `tracked' list while in flight (parked_* then describe it), and the
+     * peer's registration, whose key on another rail it needs if it must
+     * be sent again there */
+    opal_list_item_t track_item;
+    bool tracked;
+    mca_btl_base_registration_handle_t *remote_handle;
 } mca_btl_ofi_completion_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_completion_t);
 
@@ -81,6 +88,11 @@ mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *
     return comp;
 }
 
+/** Take a completion off its context's `tracked' list (several rails);
+ * true when it was sent again on another rail meanwhile: then it is only
+ * given back, its copy finishes the operation. */
+bool mca_btl_ofi_untrack(mca_btl_ofi_completion_t *comp);
+
 /** Run the caller's callback and recycle the completion object. */
 static inline __opal_attribute_always_inline__ void
 mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
@@ -88,6 +100,9 @@ mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
     mca_btl_ofi_context_t *context = comp->context;
     mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
 
+    if (OPAL_UNLIKELY(context->module->track) && mca_btl_ofi_untrack(comp)) {
+        return;
+    }
     if (NULL != comp->cbfunc && OPAL_LIKELY(!context->module->closing)) {
         comp->cbfunc(comp->btl, comp->endpoint, comp->local_address, comp->local_handle,
                      comp->cbcontext, comp->cbdata, status);
@@ -260,8 +275,24 @@ mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *
         context->parked = true;
         rc = 0;
     }
+    if (OPAL_UNLIKELY(context->module->track) && 0 == rc && kind <= MCA_BTL_OFI_RMA_GET) {
+        /* several rails: kept until complete, so that a failed rail can
+         * pass it on (atomics are not: one may have been applied) */
+        comp->parked_kind = kind;
+        comp->parked_size = size;
+        comp->parked_raddr = raddr;
+        comp->parked_key = key;
+        comp->tracked = true;
+        opal_list_append(&context->tracked, &comp->track_item);
+    }
     return rc;
 }
+
+/** Send every put and get of FROM (an endpoint of MODULE) still in flight
+ * or parked again on TO, the same peer's endpoint on TO_MODULE; returns
+ * how many. */
+int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
+                          mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
 
 END_C_DECLS
 

@@ -91,7 +91,9 @@ enum {
     MCA_BTL_OFI_OP_RDMA = 1, /* mca_btl_ofi_completion_t */
     MCA_BTL_OFI_OP_SEND = 2, /* mca_btl_ofi_frag_t */
     MCA_BTL_OFI_OP_RECV = 3, /* mca_btl_ofi_rdesc_t */
-    MCA_BTL_OFI_OP_BARE = 4  /* a put without callback: the endpoint's `bare' */
+    MCA_BTL_OFI_OP_BARE = 4, /* a put without callback: the endpoint's `bare' */
+    MCA_BTL_OFI_OP_MOVED = 5 /* a put or get sent again on another rail: its
+                              * completion only gives the object back */
 };
 
 typedef struct mca_btl_ofi_op_t {
@@ -155,6 +157,10 @@ typedef struct mca_btl_ofi_context_t {
     volatile int64_t nqueued; /* its length, for flush and drain (atomic) */
     /* puts and gets refused the same way (still counted as outstanding) */
     opal_list_t rdmaq;
+    /* with several rails, the puts and gets posted here and not yet
+     * complete, so that a rail whose link fails can send them again on
+     * another (module->track) */
+    opal_list_t tracked;
     /* receive buffers the provider refused for now (-FI_EAGAIN) */
     struct mca_btl_ofi_rdesc_t *repost;
     /* completions the progress thread read but left to an MPI thread, in
@@ -204,6 +210,11 @@ struct mca_btl_base_endpoint_t {
      * in flight, which is allowed only when the provider keeps nothing in
      * it (no FI_CONTEXT mode: module->bare_limit) */
     mca_btl_ofi_op_t bare;
+    /* this rail's link to the peer failed while another rail reaches it:
+     * every operation for it takes that rail's endpoint instead (set once,
+     * detour_module first) */
+    struct mca_btl_base_endpoint_t *volatile detour;
+    struct mca_btl_ofi_module_t *detour_module;
     /* our liveness connection to its listener (a peer on another host we
      * posted to), and how far it got (btl_ofi_endpoint.c) */
     int live_fd;
@@ -228,11 +239,15 @@ typedef struct mca_btl_ofi_module_t {
 
     bool virt_addr; /* FI_MR_VIRT_ADDR: peers address memory by virtual address */
     /* puts without callback below this size share their peer's `bare'
-     * context: 0 when the provider keeps state in contexts (FI_CONTEXT),
-     * the size from which puts are split over the rails when there are
-     * several, else every size */
+     * context: 0 when the provider keeps state in contexts (FI_CONTEXT)
+     * or with several rails (track), else every size */
     size_t bare_limit;
     bool prov_key; /* FI_MR_PROV_KEY: the provider picks registration keys */
+    /* several rails: puts and gets are kept on their context's `tracked'
+     * list until complete, and every message has a completion (no
+     * fi_inject), so that a failed rail's traffic can be moved or known
+     * in flight */
+    bool track;
     uint64_t key_mask;
 
     /* per btl op (and index MCA_BTL_ATOMIC_LAST for compare-swap): bit 0 set

@@ -2,8 +2,14 @@
  * rails: bandwidth between two hosts, one-sided and two-sided, for the
  * byte counts of each link (tests/hosts/run.sh rails cases).
  *
- *   rails put|send [-mib M] [-n N] [-warm W]
+ *   rails put|send [-mib M] [-n N] [-warm W] [-secs S]
  *                      (defaults 4 MiB, 16 timed transfers, 2 before them)
+ *
+ * -secs S: transfer for S seconds after the warm-up instead of N times,
+ * each transfer with a pattern of its own (round k for the k-th), so that
+ * one lost, doubled or stale transfer shows: rank 1 checks every message
+ * it receives, or the window against the last put's round. For the rail
+ * cut cases, where a link fails while the transfers go on.
  *
  * Rank 0 prints "rails: streaming" once the warm-up transfers are done.
  *
@@ -26,16 +32,98 @@ static void streaming(void)
     fflush(stdout);
 }
 
+/* rank 1's window on BUF, in a lock_all epoch every rank has entered */
+static MPI_Win rails_window(unsigned char *buf, size_t len)
+{
+    MPI_Win win;
+
+    MPI_CHECK(MPI_Win_create(buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    return win;
+}
+
+/* -secs: puts for SECS seconds, each with its own round; rank 1 checks
+ * the window against the last one's. Returns the number of timed puts. */
+static int rails_put_for(unsigned char *buf, size_t len, int warm, double secs, double *t0,
+                         double *t1)
+{
+    MPI_Win win = rails_window(buf, len);
+    unsigned rounds = 0;
+
+    if (0 == tc_rank) {
+        unsigned char *src = malloc(len);
+        CHECK(NULL != src, "malloc failed");
+        for (int i = -warm; 0 == rounds || tc_now() - *t0 < secs; ++i) {
+            if (0 == i) {
+                *t0 = tc_now();
+                streaming();
+            }
+            tc_fill(src, 0, len, ++rounds);
+            MPI_CHECK(MPI_Put(src, (int) len, MPI_BYTE, 1, 0, (int) len, MPI_BYTE, win));
+            MPI_CHECK(MPI_Win_flush(1, win));
+            if (i < 0) {
+                *t0 = tc_now();
+            }
+        }
+        *t1 = tc_now();
+        free(src);
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Bcast(&rounds, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD));
+    if (1 == tc_rank) {
+        tc_verify("rails: window after the last put", buf, 0, len, rounds);
+        printf("rails: rank 1: window holds put %u of %u\n", rounds, rounds);
+    }
+    MPI_CHECK(MPI_Win_free(&win));
+    return (int) rounds - warm;
+}
+
+/* -secs: messages for SECS seconds, the k-th with round k, the last one
+ * tagged 1; rank 1 checks each. Returns the number of timed messages. */
+static int rails_send_for(unsigned char *buf, size_t len, int warm, double secs, double *t0,
+                          double *t1)
+{
+    unsigned rounds = 0;
+    int last = 0;
+
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        for (int i = -warm; !last; ++i) {
+            if (0 == i) {
+                *t0 = tc_now();
+                streaming();
+            }
+            last = i >= 0 && tc_now() - *t0 >= secs;
+            tc_fill(buf, 0, len, ++rounds);
+            MPI_CHECK(MPI_Send(buf, (int) len, MPI_BYTE, 1, last, MPI_COMM_WORLD));
+        }
+    } else {
+        while (!last) {
+            MPI_Status st;
+            memset(buf, 0, len);
+            MPI_CHECK(MPI_Recv(buf, (int) len, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            tc_verify("rails: a message received", buf, 0, len, ++rounds);
+            last = 1 == st.MPI_TAG;
+        }
+        printf("rails: rank 1: %u messages received, each checked\n", rounds);
+    }
+    /* the last message is only sent when rank 1 has it all */
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    *t1 = tc_now();
+    return (int) rounds - warm;
+}
+
 int main(int argc, char **argv)
 {
     size_t mib = 4;
     int n = 16, warm = 2;
+    double secs = 0.0;
     const char *mode = argc > 1 ? argv[1] : "";
 
     tc_init(&argc, &argv, "rails");
     CHECK(2 == tc_size, "needs exactly 2 ranks, has %d", tc_size);
-    CHECK(0 == strcmp(mode, "put") || 0 == strcmp(mode, "send"), "mode '%s': put or send",
-          mode);
+    CHECK(0 == strcmp(mode, "put") || 0 == strcmp(mode, "send"), "mode '%s': put or send", mode);
     for (int i = 2; i + 1 < argc; ++i) {
         if (0 == strcmp(argv[i], "-mib")) {
             mib = (size_t) atol(argv[i + 1]);
@@ -43,6 +131,8 @@ int main(int argc, char **argv)
             n = atoi(argv[i + 1]);
         } else if (0 == strcmp(argv[i], "-warm")) {
             warm = atoi(argv[i + 1]);
+        } else if (0 == strcmp(argv[i], "-secs")) {
+            secs = atof(argv[i + 1]);
         }
     }
     CHECK(mib >= 1 && n >= 1 && warm >= 0, "-mib and -n must be at least 1, -warm at least 0");
@@ -54,11 +144,11 @@ int main(int argc, char **argv)
     tc_counters_t before, after;
     tc_counters_read(&before);
 
-    if (0 == strcmp(mode, "put")) {
-        MPI_Win win;
-        MPI_CHECK(MPI_Win_create(buf, (MPI_Aint) len, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-        MPI_CHECK(MPI_Win_lock_all(0, win));
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (secs > 0.0) {
+        n = 0 == strcmp(mode, "put") ? rails_put_for(buf, len, warm, secs, &t0, &t1)
+                                     : rails_send_for(buf, len, warm, secs, &t0, &t1);
+    } else if (0 == strcmp(mode, "put")) {
+        MPI_Win win = rails_window(buf, len);
         if (0 == tc_rank) {
             unsigned char *src = malloc(len);
             CHECK(NULL != src, "malloc failed");

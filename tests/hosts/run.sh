@@ -55,12 +55,14 @@
 #                            30 % of the bytes (osc/rdma drives one module,
 #                            which splits puts of 256 KiB and more over the
 #                            rails; ob1's RDMA transfers split the same way);
-#                            cut0, cut1: both rails streaming, then h2's
-#                            link of rail 0 or 1 cut: the job must end
-#                            within 30 s with btl/ofi's line naming the cut
-#                            link's address and the one that still answers
-#                            (it does not move operations in flight
-#                            between rails)
+#                            cut0, cut1: both rails streaming (for 25 s,
+#                            each transfer checked), then h2's link of
+#                            rail 0 or 1 cut: btl/ofi must name the cut
+#                            link's address and the one that still
+#                            answers, and carry on over that rail (put:
+#                            the job ends normally; send: it may instead
+#                            end naming the cut link, when a message was
+#                            in flight on it)
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: rank (the victim,
 #                            rank 3, SIGKILLed; its host lives on), kill
@@ -145,10 +147,7 @@ list_cases() {
         echo "rails:${prov//;/+}:all:send"
         echo "rails:${prov//;/+}:all:put"
         # one of the two links cut while both carry traffic. send only
-        # with BTL_OFI_FULL=1: on tcp;ofi_rxm the job went on waiting in
-        # ob1 in 5 of 21 runs with nothing of btl/ofi's in flight (every
-        # send had completed, yet a message never arrived: lost with the
-        # cut link), so there was nothing to notice
+        # with BTL_OFI_FULL=1 (see run_rails_cut)
         for l in 0 1; do
             echo "rails:${prov//;/+}:cut$l:put"
             ((full)) && echo "rails:${prov//;/+}:cut$l:send"
@@ -434,19 +433,29 @@ run_rails() { # label prov policy mode log t0
     fi
 }
 
-# link L (0 or 1) of h2 cut while both rails carry a long transfer: btl/ofi
-# cannot move what is in flight on the cut link to the other rail (it
-# cannot know what was delivered), so the job must end within lost_limit s
-# with a line naming the cut link's address (10.77.L.x) and the answering
-# one, not "host down". Each link is the other's module: cutting both ways
-# shows that every rail's peers are watched, not only the first module's
+# link L (0 or 1) of h2 cut while both rails carry transfers (rails MODE
+# -secs 25: each transfer with its own pattern, every one checked by rank
+# 1): btl/ofi must name the cut link (its address 10.77.L.x, and the one
+# that still answers) and carry on over the other rail. put: the job ends
+# normally, the data all checked; both hosts print a failover line (one
+# finds the cut, the other hears of it). send: a message may be caught in flight
+# on the cut link, which cannot be sent again (it may have arrived): then
+# the job must end within lost_limit s naming the cut link instead. The
+# runtime's own connections take the other link (oob_tcp_if_include), as
+# on a cluster whose management network is not the cut one. Each link is
+# the other's module: cutting both ways shows that every rail's peers are
+# watched, not only the first module's.
 run_rails_cut() { # label prov mode link log t0
-    local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what
-    local re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: its address 10\.77\.$link\.[12] on rail [01] does not answer while 10\.77\.$((1 - link))\.[12] on rail [01] does: the link of rail [01] is cut or down"
+    local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what moved heard i
+    local cut_re="its address 10\.77\.$link\.[12] on rail [01] does not answer while 10\.77\.$((1 - link))\.[12] on rail [01] does: the link of rail [01] is cut or down"
+    local over_re="btl/ofi on h[12]: peer \[\[[0-9]+,1\],[01]\] on h[12]: $cut_re; traffic to this peer takes rail [01] from now on"
+    local heard_re="btl/ofi on h[12]: peer \[\[[0-9]+,1\],[01]\] on h[12] finds the link between its rail [01] and our rail [01] cut or down; traffic to this peer takes rail [01] from now on"
+    local lost_re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: ($cut_re|it finds the link between its rail [01] and our rail [01] cut or down).*in flight"
     : >"$log"
-    OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 180 bash "$here/hosts.sh" \
+    OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 240 bash "$here/hosts.sh" \
         mpirun -np 2 -x BTL_OFI_EXPECT_PROVIDER --map-by node --mca btl_ofi_provider_include "$prov" \
-        "${keepalive[@]}" "$bindir/rails" "$mode" -mib 4 -n 1000000 </dev/null >>"$log" 2>&1 &
+        --mca oob_tcp_if_include "10.77.$((1 - link)).0/24" \
+        "${keepalive[@]}" "$bindir/rails" "$mode" -mib 4 -secs 25 </dev/null >>"$log" 2>&1 &
     pid=$!
     if ! await_line "$pid" "$log" '^rails: streaming'; then
         stop_job "$pid"
@@ -458,19 +467,37 @@ run_rails_cut() { # label prov mode link log t0
     t_cut=$(date +%s%N)
     hosts_cut h2 "$link"
     echo "==== $(date +%T.%N) cut: h2 rail $link" >>"$log"
-    if ! await_end "$pid"; then
-        stop_job "$pid"
-        report FAIL "$label" $((SECONDS - t0)) "the job still ran $lost_limit s after rail $link of h2 was cut" "$log"
-    else
-        secs=$(secs_between "$t_cut" "$(date +%s%N)")
-        what=$(grep -m1 -oE "$re" "$log" | cut -c1-220)
-        if [[ -z $what ]]; then
-            report FAIL "$label" $((SECONDS - t0)) "ended $secs s after the cut without naming the cut link: $(first_fail "$log")" "$log"
-        elif [[ -n $(crash_of "$log") ]]; then
-            report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
-        else
-            report PASS "$label" $((SECONDS - t0)) "ended $secs s after the cut ('$what')"
+    moved=
+    for ((i = 0; i < lost_limit * 10; i++)); do
+        if grep -qE "$over_re|$lost_re" "$log"; then
+            moved=$(secs_between "$t_cut" "$(date +%s%N)")
+            break
         fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    lost_limit=120 await_end "$pid" || {
+        stop_job "$pid"
+        report FAIL "$label" $((SECONDS - t0)) "the job still ran 120 s after the failover (or $lost_limit s after the cut of rail $link of h2 with no failover)" "$log"
+        hosts_down >/dev/null 2>&1
+        hosts_ready=0
+        return
+    }
+    secs=$(secs_between "$t_cut" "$(date +%s%N)")
+    what=$(grep -m1 -oE "$over_re" "$log" | cut -c1-240)
+    heard=$(grep -m1 -oE "$heard_re" "$log" | cut -c1-160)
+    if [[ -n $(crash_of "$log") ]]; then
+        report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
+    elif [[ $mode == send ]] && grep -qE "$lost_re" "$log" && ((JOB_RC != 0)); then
+        report PASS "$label" $((SECONDS - t0)) "a message was in flight on the cut link: the job ended $secs s after the cut naming it ('$(grep -m1 -oE "$lost_re" "$log" | cut -c1-200)')"
+    elif [[ -z $what ]]; then
+        report FAIL "$label" $((SECONDS - t0)) "no failover line naming the cut link: $(first_fail "$log")" "$log"
+    elif [[ -z $heard ]]; then
+        report FAIL "$label" $((SECONDS - t0)) "one host failed over but the other never said it heard of the cut" "$log"
+    elif grep -q 'lost contact with peer' "$log"; then
+        report FAIL "$label" $((SECONDS - t0)) "failed over, yet a peer was declared lost: $(grep -m1 -o 'btl/ofi on .*lost contact.*' "$log" | cut -c1-200)" "$log"
+    else
+        NP=2 judge_job "$label" "$log" "$JOB_RC" rails "$t0" "failed over $moved s after the cut, job ended normally $secs s after it; $(grep -m1 -oE 'rails: rank 1: [^(]*' "$log"); $(grep -m1 -oE 'rails: (put|send) 4 MiB x [0-9]+: [0-9.]+ MB/s' "$log")"
     fi
     hosts_down >/dev/null 2>&1
     hosts_ready=0
