@@ -284,6 +284,7 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_en
     req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
                     | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
     req.hdr.status = OPAL_SUCCESS;
+    req.hdr.origin = mca_btl_ofi_component.my_name;
     MCA_BTL_OFI_LOCK(&module->lock);
     req.req_id = ++module->amo_next_id;
     (void) opal_hash_table_set_value_uint64(&module->amo_pending, req.req_id, comp);
@@ -342,6 +343,7 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
     resp.hdr.type = MCA_BTL_OFI_MSG_AMO_RESP;
     resp.hdr.op = req->hdr.op;
     resp.hdr.flags = req->hdr.flags;
+    resp.hdr.origin = mca_btl_ofi_component.my_name;
     resp.req_id = req->req_id;
     resp.result = 0;
     /* only inside a registration open to remote atomics, and aligned */

@@ -1125,6 +1125,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             break;
         }
         module->rail = ntaken;
+        memcpy(&c->my_name, &OPAL_PROC_MY_NAME, sizeof(c->my_name));
         mca_btl_ofi_rail_net(module, info, iface, lists.ifs);
         rc = mca_btl_ofi_module_init(module, mine);
         if (OPAL_SUCCESS != rc) {

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -48,6 +49,9 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;
     endpoint->detour = NULL;
     endpoint->detour_module = NULL;
+    endpoint->told = false;
+    endpoint->msgs_out = 0;
+    endpoint->msgs_in = 0;
     endpoint->live_fd = -1;
     endpoint->live_state = 0;
 }
@@ -723,8 +727,26 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module)
  * connection closing without it means the process ended without
  * MPI_Finalize: the peer is lost, named at the next check (a tenth of a
  * second), whether or not anything is owed to it. A host that went down
- * or whose link was cut closes nothing: the stall probes cover those.
+ * or whose link was cut closes nothing; the connection's TCP keepalive
+ * (below) and the stall probes cover those.
  */
+
+/* TCP keepalive on a liveness connection: the kernels answer it whatever
+ * the processes do, so it finds a link that failed while nothing of ours
+ * is in flight (a message the provider completed before delivery may be
+ * lost with it, and nothing would stall): about 5 s after the link went,
+ * the connection fails with ETIMEDOUT and the peer is probed. Best
+ * effort: without it, the stall probes still watch the peer. */
+static void mca_btl_ofi_live_keepalive(int fd)
+{
+    int on = 1, idle = 2, intvl = 1, count = 3;
+
+    (void) setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    (void) setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+}
+
 static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                   size_t open)
 {
@@ -741,6 +763,7 @@ static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
                         0 == err ? "open" : strerror(err));
     if (0 == err || EINPROGRESS == err) {
         endpoint->live_state = 0 == err ? MCA_BTL_OFI_LIVE_UP : MCA_BTL_OFI_LIVE_CONNECTING;
+        mca_btl_ofi_live_keepalive(endpoint->live_fd);
         return;
     }
     /* no verdict from a refused connection: the stall probes judge the
@@ -856,6 +879,13 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
             }
             continue;
         }
+        if (ETIMEDOUT == err || EHOSTUNREACH == err || ENETUNREACH == err) {
+            /* keepalive unanswered: the host or the link, not the process
+             * (which may still be reached on another rail): probe it */
+            mca_btl_ofi_live_close(endpoint);
+            endpoint->suspect = true;
+            continue;
+        }
         /* closed. Before its hello, the peer may just have finalized
          * (the connection reached its listener's queue as it closed) or
          * refused it (too many): no verdict */
@@ -935,27 +965,34 @@ static bool mca_btl_ofi_rail_failover(mca_btl_ofi_module_t *module,
         endpoint->detour = peer;
     }
     (void) mca_btl_ofi_rdma_move(module, endpoint, endpoint->detour_module, endpoint->detour);
-    /* what remains counted is a message or an atomic (or an operation
-     * stuck since the detour: a fragment queued before it) */
+    mca_btl_ofi_frags_move(module, endpoint, endpoint->detour_module, endpoint->detour);
+    /* what remains counted is a message or an atomic posted on the cut
+     * link, which cannot be known arrived or not */
     return endpoint->posted == endpoint->completed;
 }
 
 /* Tell the peer at PEER (on RAIL, which works) that its rail PEER_RAIL's
  * link to our rail OUR_RAIL is cut. */
-static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *rail, mca_btl_ofi_endpoint_t *peer,
-                                      int peer_rail, int our_rail)
+static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *module,
+                                      mca_btl_ofi_endpoint_t *endpoint)
 {
+    mca_btl_ofi_module_t *rail = endpoint->detour_module;
     mca_btl_ofi_rail_cut_t msg;
 
-    if (!rail->messaging) {
-        return; /* the peer finds out itself, when its traffic stalls */
+    if (endpoint->told || !rail->messaging) {
+        return; /* told before; or the peer finds out itself, when its traffic stalls */
     }
+    endpoint->told = true;
     memset(&msg, 0, sizeof(msg));
     msg.hdr.type = MCA_BTL_OFI_MSG_RAIL_CUT;
-    memcpy(&msg.origin, &OPAL_PROC_MY_NAME, sizeof(msg.origin));
-    msg.rail = (uint32_t) peer_rail;
-    msg.from_rail = (uint32_t) our_rail;
-    mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(rail), peer, &msg, sizeof(msg));
+    msg.hdr.origin = mca_btl_ofi_component.my_name;
+    msg.origin = mca_btl_ofi_component.my_name;
+    msg.rail = (uint32_t) endpoint->peer_rail;
+    msg.from_rail = (uint32_t) module->rail;
+    /* every message to it on the cut rail was counted before the detour
+     * (queued ones were moved, see mca_btl_ofi_rail_failover) */
+    msg.sent = (uint64_t) endpoint->msgs_out;
+    mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(rail), endpoint->detour, &msg, sizeof(msg));
 }
 
 /* The peer ENDPOINT of MODULE did not answer a probe: when another rail of
@@ -1010,10 +1047,23 @@ static bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
                     opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
                     NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
                     here, module->rail, there, rail->rail, module->rail, rail->rail);
-        mca_btl_ofi_rail_cut_tell(rail, peer, endpoint->peer_rail, module->rail);
+        mca_btl_ofi_rail_cut_tell(module, endpoint);
         return true;
     }
     return false;
+}
+
+void mca_btl_ofi_count_in(mca_btl_ofi_module_t *module, uint64_t origin)
+{
+    mca_btl_ofi_endpoint_t *endpoint = NULL;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, origin,
+                                            (void **) &endpoint);
+    if (NULL != endpoint) {
+        mca_btl_ofi_add64(&endpoint->msgs_in, 1);
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
 }
 
 /* MODULE's endpoint for the process named ORIGIN (mca_btl_ofi_name_key),
@@ -1057,20 +1107,38 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
         return; /* a peer we no longer know (its procs were deleted) */
     }
     endpoint = mca_btl_ofi_endpoint_by_name(cut, msg.origin);
-    if (NULL != endpoint && !endpoint->lost && NULL == endpoint->detour) {
-        if (mca_btl_ofi_rail_failover(cut, endpoint, module, live)) {
+    if (NULL != endpoint && !endpoint->lost) {
+        why[0] = '\0';
+        if (NULL != endpoint->detour) {
+            /* found by us too: only the count below is new */
+        } else if (mca_btl_ofi_rail_failover(cut, endpoint, module, live)) {
             opal_output(0,
                         "btl/ofi on %s: peer %s on %s finds the link between its rail %u and "
                         "our rail %d cut or down; traffic to this peer takes rail %d from now on",
                         opal_process_info.nodename, OPAL_NAME_PRINT(live->proc->proc_name),
                         NULL != live->proc->proc_hostname ? live->proc->proc_hostname : "?",
                         (unsigned) msg.from_rail, cut->rail, module->rail);
+            mca_btl_ofi_rail_cut_tell(cut, endpoint);
         } else {
             snprintf(why, sizeof(why),
                      "it finds the link between its rail %u and our rail %d cut or down, and a "
                      "message or atomic of ours to it was in flight on that link (btl/ofi cannot "
                      "know whether it arrived, so it cannot send it again on another rail)",
                      (unsigned) msg.from_rail, cut->rail);
+        }
+        if ('\0' == why[0] && (int64_t) msg.sent > endpoint->msgs_in) {
+            /* ofi_rxm completes a message once its TCP provider took it:
+             * one written just before the cut completed at the sender and
+             * never came */
+            snprintf(why, sizeof(why),
+                     "it finds the link between its rail %u and our rail %d cut or down, and %lld "
+                     "of the %llu messages it posted to us on that link never arrived (its "
+                     "provider completed them before delivery)",
+                     (unsigned) msg.from_rail, cut->rail,
+                     (long long) ((int64_t) msg.sent - endpoint->msgs_in),
+                     (unsigned long long) msg.sent);
+        }
+        if ('\0' != why[0]) {
             endpoint->dead = true;
             mca_btl_ofi_endpoint_lost(cut, endpoint, why);
         }

@@ -129,36 +129,19 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
         mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
         context->counters.send_count++;
         context->counters.send_bytes += len;
+        if (OPAL_UNLIKELY(context->module->track)) {
+            mca_btl_ofi_add64(&frag->endpoint->msgs_out, 1);
+        }
     }
     return rc;
 }
 
-int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                     mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+/* Post a pml fragment on CONTEXT, or keep it in order behind others for
+ * progress to post (see mca_btl_ofi_send). */
+static int mca_btl_ofi_frag_start(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                                  mca_btl_ofi_frag_t *frag)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
-    mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) des;
     ssize_t rc = -FI_EAGAIN;
-
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
-    }
-    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
-        /* this rail's link to the peer failed: another rail carries it */
-        module = endpoint->detour_module;
-        endpoint = endpoint->detour;
-        context = mca_btl_ofi_context_get(module);
-    }
-
-    frag->hdr->type = MCA_BTL_OFI_MSG_AM;
-    frag->hdr->op = tag;
-    frag->hdr->flags = 0; /* every header byte goes on the wire */
-    frag->hdr->status = 0;
-    frag->endpoint = endpoint;
-    frag->context = context;
-    /* ob1 relies on the callback even when it gave us ownership */
-    des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
 
     MCA_BTL_OFI_LOCK(&context->lock);
     if (OPAL_LIKELY(opal_list_is_empty(&context->sendq))) {
@@ -179,15 +162,74 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
-    if (OPAL_ERR_UNREACH == mca_btl_ofi_post_refused(module, endpoint, "fi_send", rc)) {
+    if (OPAL_ERR_UNREACH == mca_btl_ofi_post_refused(module, frag->endpoint, "fi_send", rc)) {
         return OPAL_ERR_UNREACH;
     }
     /* The fragment fails through its callback, as a failed completion
      * would: an error returned here is dropped by some callers (libnbc's
      * rounds), which then wait forever for a message never sent. */
-    mca_btl_ofi_send_inflight(context, endpoint, 1);
+    mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
     mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                     mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
+{
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) des;
+
+    if (OPAL_UNLIKELY(endpoint->dead)) {
+        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    }
+    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
+        /* this rail's link to the peer failed: another rail carries it */
+        module = endpoint->detour_module;
+        endpoint = endpoint->detour;
+        context = mca_btl_ofi_context_get(module);
+    }
+
+    frag->hdr->type = MCA_BTL_OFI_MSG_AM;
+    frag->hdr->op = tag;
+    frag->hdr->flags = 0; /* every header byte goes on the wire */
+    frag->hdr->status = 0;
+    frag->hdr->origin = mca_btl_ofi_component.my_name;
+    frag->endpoint = endpoint;
+    frag->context = context;
+    /* ob1 relies on the callback even when it gave us ownership */
+    des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    return mca_btl_ofi_frag_start(module, context, frag);
+}
+
+void mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
+                            mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
+{
+    opal_list_item_t *item, *next;
+    opal_list_t taken;
+
+    OBJ_CONSTRUCT(&taken, opal_list_t);
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+
+        MCA_BTL_OFI_LOCK(&context->lock);
+        OPAL_LIST_FOREACH_SAFE (item, next, &context->sendq, opal_list_item_t) {
+            if (((mca_btl_ofi_frag_t *) item)->endpoint == from) {
+                opal_list_remove_item(&context->sendq, item);
+                mca_btl_ofi_add64(&context->nqueued, -1);
+                opal_list_append(&taken, item);
+            }
+        }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
+    while (NULL != (item = opal_list_remove_first(&taken))) {
+        mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
+
+        frag->endpoint = to;
+        frag->context = mca_btl_ofi_context_get(to_module);
+        (void) mca_btl_ofi_frag_start(to_module, frag->context, frag);
+    }
+    OBJ_DESTRUCT(&taken);
 }
 
 /* Post the fragments send() had to keep, in order, under one hold of the
@@ -250,6 +292,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     hdr->op = tag;
     hdr->flags = 0;
     hdr->status = 0;
+    hdr->origin = mca_btl_ofi_component.my_name;
     memcpy(hdr + 1, header, header_size);
     position = convertor->bConverted;
     if (payload_size) {
@@ -323,6 +366,9 @@ static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, void *buf, si
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a message for unregistered tag %d",
                             hdr->op);
         return;
+    }
+    if (OPAL_UNLIKELY(context->module->track)) {
+        mca_btl_ofi_count_in(context->module, hdr->origin);
     }
     segment.seg_addr.pval = (void *) (hdr + 1);
     segment.seg_len = len - sizeof(*hdr);

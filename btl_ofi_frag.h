@@ -24,6 +24,10 @@ typedef struct mca_btl_ofi_msg_hdr_t {
     uint8_t op;     /* AMO: the btl atomic op; AM: the active-message tag */
     uint16_t flags; /* AMO: MCA_BTL_OFI_AMO_* */
     int32_t status; /* AMO_RESP: OPAL_SUCCESS or the error the target saw */
+    /* AM: the sender's process name (mca_btl_ofi_name_key): with several
+     * rails the receiver counts what each peer sent it on each rail, to
+     * tell, once a rail's link failed, whether all of it arrived */
+    uint64_t origin;
 } mca_btl_ofi_msg_hdr_t;
 
 #define MCA_BTL_OFI_AMO_32BIT 0x1
@@ -46,12 +50,16 @@ typedef struct mca_btl_ofi_amo_resp_t {
 } mca_btl_ofi_amo_resp_t;
 
 /* The link between the sender's rail from_rail and the receiver's rail
- * `rail' is cut: the receiver's traffic to the sender leaves it too. */
+ * `rail' is cut: the receiver's traffic to the sender leaves it too, and
+ * it checks that every message the sender posted there arrived. */
 typedef struct mca_btl_ofi_rail_cut_t {
     mca_btl_ofi_msg_hdr_t hdr;
     uint64_t origin; /* the sender's process name (mca_btl_ofi_name_key) */
     uint32_t rail;
     uint32_t from_rail;
+    /* pml messages the sender posted to the receiver on that link: the
+     * receiver must have had as many from it there */
+    uint64_t sent;
 } mca_btl_ofi_rail_cut_t;
 
 /* One posted receive buffer: a single message, or with FI_MULTI_RECV
@@ -144,6 +152,12 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
  * never be dropped. */
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len);
+
+/* Post again on TO (TO_MODULE's endpoint for the same peer) the pml
+ * fragments for FROM that MODULE's contexts still hold unposted (their
+ * send queues): FROM's rail failed before they left. */
+void mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
+                            mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
 
 /* Retry what waits for queue room: receive buffers, then pml fragments,
  * then replies (the backlog pattern of mca_btl_ofi_backlog_rdma); called

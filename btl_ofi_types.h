@@ -215,6 +215,11 @@ struct mca_btl_base_endpoint_t {
      * detour_module first) */
     struct mca_btl_base_endpoint_t *volatile detour;
     struct mca_btl_ofi_module_t *detour_module;
+    bool told; /* the peer was sent our notice of that failure */
+    /* with several rails: pml messages posted to it on this rail, and
+     * received from it on this rail (compared once the rail's link fails) */
+    volatile int64_t msgs_out;
+    volatile int64_t msgs_in;
     /* our liveness connection to its listener (a peer on another host we
      * posted to), and how far it got (btl_ofi_endpoint.c) */
     int live_fd;
@@ -333,7 +338,8 @@ typedef struct mca_btl_ofi_component_t {
     int progress_thread_interval; /* microseconds between passes */
 
     int output;
-    bool locking; /* see MCA_BTL_OFI_LOCK */
+    bool locking;     /* see MCA_BTL_OFI_LOCK */
+    uint64_t my_name; /* this process's name as a key (mca_btl_ofi_name_key) */
 
     int max_rails;          /* modules (one per interface) at most */
     size_t rail_split_size; /* puts and gets from this size are split over the rails */

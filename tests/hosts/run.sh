@@ -439,18 +439,20 @@ run_rails() { # label prov policy mode log t0
 # that still answers) and carry on over the other rail. put: the job ends
 # normally, the data all checked; both hosts print a failover line (one
 # finds the cut, the other hears of it). send: a message may be caught in flight
-# on the cut link, which cannot be sent again (it may have arrived): then
-# the job must end within lost_limit s naming the cut link instead. The
+# on the cut link, which cannot be sent again (it may have arrived), or
+# one completed by the provider before delivery may be lost with it (the
+# count each side sends with its failover notice shows it): then the job
+# must end naming the cut link and why. The
 # runtime's own connections take the other link (oob_tcp_if_include), as
 # on a cluster whose management network is not the cut one. Each link is
 # the other's module: cutting both ways shows that every rail's peers are
 # watched, not only the first module's.
 run_rails_cut() { # label prov mode link log t0
-    local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what moved heard i
+    local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what moved heard i h
     local cut_re="its address 10\.77\.$link\.[12] on rail [01] does not answer while 10\.77\.$((1 - link))\.[12] on rail [01] does: the link of rail [01] is cut or down"
     local over_re="btl/ofi on h[12]: peer \[\[[0-9]+,1\],[01]\] on h[12]: $cut_re; traffic to this peer takes rail [01] from now on"
     local heard_re="btl/ofi on h[12]: peer \[\[[0-9]+,1\],[01]\] on h[12] finds the link between its rail [01] and our rail [01] cut or down; traffic to this peer takes rail [01] from now on"
-    local lost_re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: ($cut_re|it finds the link between its rail [01] and our rail [01] cut or down).*in flight"
+    local lost_re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: ($cut_re|it finds the link between its rail [01] and our rail [01] cut or down).*(in flight|never arrived)"
     : >"$log"
     OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 240 bash "$here/hosts.sh" \
         mpirun -np 2 -x BTL_OFI_EXPECT_PROVIDER --map-by node --mca btl_ofi_provider_include "$prov" \
@@ -477,6 +479,11 @@ run_rails_cut() { # label prov mode link log t0
         sleep 0.1
     done
     lost_limit=120 await_end "$pid" || {
+        # what the sockets of both hosts hold (for the hang's cause)
+        for h in h1 h2; do
+            echo "==== ss -tnoi on $h" >>"$log"
+            hosts_run "$h" ss -tnoi >>"$log" 2>&1
+        done
         stop_job "$pid"
         report FAIL "$label" $((SECONDS - t0)) "the job still ran 120 s after the failover (or $lost_limit s after the cut of rail $link of h2 with no failover)" "$log"
         hosts_down >/dev/null 2>&1
@@ -489,7 +496,7 @@ run_rails_cut() { # label prov mode link log t0
     if [[ -n $(crash_of "$log") ]]; then
         report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
     elif [[ $mode == send ]] && grep -qE "$lost_re" "$log" && ((JOB_RC != 0)); then
-        report PASS "$label" $((SECONDS - t0)) "a message was in flight on the cut link: the job ended $secs s after the cut naming it ('$(grep -m1 -oE "$lost_re" "$log" | cut -c1-200)')"
+        report PASS "$label" $((SECONDS - t0)) "a message was in flight on the cut link or lost with it: the job ended $secs s after the cut naming it ('$(grep -m1 -oE "$lost_re" "$log" | cut -c1-200)')"
     elif [[ -z $what ]]; then
         report FAIL "$label" $((SECONDS - t0)) "no failover line naming the cut link: $(first_fail "$log")" "$log"
     elif [[ -z $heard ]]; then
