@@ -59,7 +59,7 @@ cases=(
     "contexts_100000_sockets|--mca btl_ofi_provider_include sockets --mca btl_ofi_num_contexts_per_module 100000|btl_ofi_num_contexts_per_module|run:sockets"
     "provider_udp_lacks_rma|--mca btl_ofi_provider_include udp|udp;FI_RMA|FI_ATOMIC|not available|unavailable|aside"
     "provider_tcp_alone|--mca btl_ofi_provider_include tcp|tcp;FI_RMA|FI_ATOMIC|not available|unavailable|aside"
-    "rxd_max_send_size|--mca btl_ofi_provider_include udp;ofi_rxd --mca btl_ofi_max_send_size 65536|btl_ofi_max_send_size;larger than one datagram;Used instead: *1248|run:udp;ofi_rxd"
+    "rxd_max_send_size|--mca btl_ofi_provider_include udp;ofi_rxd --mca btl_ofi_max_send_size 65536|btl_ofi_max_send_size;larger than one datagram;Used instead: *1240|run:udp;ofi_rxd"
     "if_include_and_exclude|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_if_include lo --mca btl_ofi_if_exclude lo|btl_ofi_if_include;btl_ofi_if_exclude;mutually exclusive|aside"
     "if_include_unknown|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_if_include nosuchif0|nosuchif0;no interface of that name;no usable libfabric provider|aside"
     "if_include_bad_subnet|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_if_include 10.1/8,lo|10.1/8;not a subnet in CIDR notation|run:tcp;ofi_rxm"

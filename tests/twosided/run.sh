@@ -181,7 +181,7 @@ run_case() {
         [[ $prov == "udp;ofi_rxd" && ${BTL_OFI_FULL:-0} != 1 ]] && rxd_max=(-max 16m -vmax 16m)
         case $a in
         eager)
-            # udp;ofi_rxd's messages are one datagram (1248 B of payload)
+            # udp;ofi_rxd's messages are one datagram (1240 B of payload)
             local m=3k
             [[ $prov == "udp;ofi_rxd" ]] && m=1k
             args=(-max "$m" -vmax "$m" -proto send)
