@@ -293,7 +293,6 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_en
     req.key = mca_btl_ofi_rkey(endpoint, remote_handle);
     req.operand = operand;
     req.compare = compare;
-    memcpy(&req.origin, &OPAL_PROC_MY_NAME, sizeof(req.origin));
 
     mca_btl_ofi_inflight(context, endpoint, 1);
     rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req),
@@ -327,7 +326,7 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
         return;
     }
     MCA_BTL_OFI_LOCK(&module->lock);
-    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->origin,
+    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->hdr.origin,
                                             (void **) &origin);
     (void) opal_hash_table_get_value_uint64(&module->regs_by_key, req->key, (void **) &reg);
     if (NULL != origin) {

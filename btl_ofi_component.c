@@ -1018,6 +1018,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     *num_btl_modules = 0;
     mca_btl_ofi_check_params();
     c->locking = enable_mpi_threads || c->progress_thread;
+    memcpy(&c->my_name, &OPAL_PROC_MY_NAME, sizeof(c->my_name));
 #if MCA_BTL_OFI_FAULT_INJECTION
     mca_btl_ofi_fault_parse(c->inject_fault);
 #endif
@@ -1125,7 +1126,6 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             break;
         }
         module->rail = ntaken;
-        memcpy(&c->my_name, &OPAL_PROC_MY_NAME, sizeof(c->my_name));
         mca_btl_ofi_rail_net(module, info, iface, lists.ifs);
         rc = mca_btl_ofi_module_init(module, mine);
         if (OPAL_SUCCESS != rc) {

@@ -986,7 +986,6 @@ static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *module,
     memset(&msg, 0, sizeof(msg));
     msg.hdr.type = MCA_BTL_OFI_MSG_RAIL_CUT;
     msg.hdr.origin = mca_btl_ofi_component.my_name;
-    msg.origin = mca_btl_ofi_component.my_name;
     msg.rail = (uint32_t) endpoint->peer_rail;
     msg.from_rail = (uint32_t) module->rail;
     /* every message to it on the cut rail was counted before the detour
@@ -1102,11 +1101,11 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
                             (unsigned) msg.rail);
         return;
     }
-    live = mca_btl_ofi_endpoint_by_name(module, msg.origin);
+    live = mca_btl_ofi_endpoint_by_name(module, msg.hdr.origin);
     if (NULL == live) {
         return; /* a peer we no longer know (its procs were deleted) */
     }
-    endpoint = mca_btl_ofi_endpoint_by_name(cut, msg.origin);
+    endpoint = mca_btl_ofi_endpoint_by_name(cut, msg.hdr.origin);
     if (NULL != endpoint && !endpoint->lost) {
         why[0] = '\0';
         if (NULL != endpoint->detour) {

@@ -24,9 +24,10 @@ typedef struct mca_btl_ofi_msg_hdr_t {
     uint8_t op;     /* AMO: the btl atomic op; AM: the active-message tag */
     uint16_t flags; /* AMO: MCA_BTL_OFI_AMO_* */
     int32_t status; /* AMO_RESP: OPAL_SUCCESS or the error the target saw */
-    /* AM: the sender's process name (mca_btl_ofi_name_key): with several
-     * rails the receiver counts what each peer sent it on each rail, to
-     * tell, once a rail's link failed, whether all of it arrived */
+    /* the sender's process name (mca_btl_ofi_name_key): an atomic's
+     * request is answered to it; with several rails the receiver counts
+     * what each peer sent it on each rail (AM), to tell, once a rail's
+     * link failed, whether all of it arrived */
     uint64_t origin;
 } mca_btl_ofi_msg_hdr_t;
 
@@ -40,7 +41,6 @@ typedef struct mca_btl_ofi_amo_req_t {
     uint64_t key;    /* registration the address must lie in */
     uint64_t operand;
     uint64_t compare;
-    uint64_t origin; /* origin's process name, to route the reply */
 } mca_btl_ofi_amo_req_t;
 
 typedef struct mca_btl_ofi_amo_resp_t {
@@ -54,7 +54,6 @@ typedef struct mca_btl_ofi_amo_resp_t {
  * it checks that every message the sender posted there arrived. */
 typedef struct mca_btl_ofi_rail_cut_t {
     mca_btl_ofi_msg_hdr_t hdr;
-    uint64_t origin; /* the sender's process name (mca_btl_ofi_name_key) */
     uint32_t rail;
     uint32_t from_rail;
     /* pml messages the sender posted to the receiver on that link: the

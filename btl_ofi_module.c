@@ -392,8 +392,8 @@ void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, c
  * for: the btl flush covers RDMA operations only. */
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint)
 {
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     mca_btl_ofi_context_t *only = mca_btl_ofi_component.only_context;
+    (void) btl;
     (void) endpoint;
 
     if (OPAL_LIKELY(NULL != only)) {
@@ -410,15 +410,9 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         return OPAL_SUCCESS;
     }
     /* every rail is progressed: parts of a transfer split over the rails
-     * complete on theirs, and the whole only then. With several rails
-     * every rail's operations are waited for: those of a peer whose link
-     * on this rail failed take another rail (a detour) */
-    if (1 == mca_btl_ofi_component.num_modules) {
-        while (mca_btl_ofi_rma_outstanding(module) > 0) {
-            (void) mca_btl_ofi_component_progress();
-        }
-        return OPAL_SUCCESS;
-    }
+     * complete on theirs, and the whole only then. Every rail's
+     * operations are waited for, not only BTL's: those of a peer whose
+     * link on this rail failed take another rail (a detour) */
     for (int r = 0; r < mca_btl_ofi_component.num_modules; ++r) {
         mca_btl_ofi_module_t *rail = mca_btl_ofi_component.modules[r];
 

@@ -111,14 +111,8 @@ int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
          * (no provider we take wants FI_MR_LOCAL) */
         comp = (mca_btl_ofi_completion_t *) opal_free_list_get(&context->completions);
         if (OPAL_LIKELY(NULL != comp)) {
-            comp->context = context;
-            comp->btl = old->btl;
-            comp->endpoint = to;
-            comp->local_address = old->local_address;
-            comp->local_handle = NULL;
-            comp->cbfunc = old->cbfunc;
-            comp->cbcontext = old->cbcontext;
-            comp->cbdata = old->cbdata;
+            mca_btl_ofi_completion_fill(comp, old->btl, context, to, old->local_address, NULL,
+                                        old->cbfunc, old->cbcontext, old->cbdata);
             comp->remote_handle = old->remote_handle;
             mca_btl_ofi_inflight(context, to, 1);
             MCA_BTL_OFI_LOCK(&context->lock);
@@ -216,13 +210,9 @@ static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpo
     if (0 == opal_atomic_add_fetch_32(&whole->parts_left, -1)) {
         mca_btl_ofi_context_t *owner = whole->context;
 
-        /* as mca_btl_ofi_completion_finish, but the whole was counted on
-         * its context only (see mca_btl_ofi_rdma_split) */
-        if (NULL != whole->cbfunc && OPAL_LIKELY(!owner->module->closing)) {
-            whole->cbfunc(whole->btl, whole->endpoint, whole->local_address, whole->local_handle,
-                          whole->cbcontext, whole->cbdata, whole->parts_status);
-        }
-        opal_free_list_return(&owner->completions, &whole->super);
+        /* the whole was counted on its context only (see
+         * mca_btl_ofi_rdma_split), and never tracked */
+        mca_btl_ofi_completion_run(whole, whole->parts_status);
         mca_btl_ofi_add64(&owner->outstanding, -1);
     }
 }

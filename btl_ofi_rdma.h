@@ -61,6 +61,23 @@ static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_from_bare(void *op_co
                                        - offsetof(mca_btl_ofi_endpoint_t, bare));
 }
 
+/** Who posted an operation and whom to call back, on COMP. */
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_completion_fill(mca_btl_ofi_completion_t *comp, mca_btl_base_module_t *btl,
+                            mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
+                            void *local_address, mca_btl_base_registration_handle_t *local_handle,
+                            mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    comp->context = context;
+    comp->btl = btl;
+    comp->endpoint = endpoint;
+    comp->local_address = local_address;
+    comp->local_handle = local_handle;
+    comp->cbfunc = cbfunc;
+    comp->cbcontext = cbcontext;
+    comp->cbdata = cbdata;
+}
+
 static inline __opal_attribute_always_inline__ mca_btl_ofi_completion_t *
 mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
                              mca_btl_base_endpoint_t *endpoint, void *local_address,
@@ -77,15 +94,23 @@ mca_btl_ofi_completion_alloc(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *
     if (OPAL_UNLIKELY(NULL == comp)) {
         return NULL;
     }
-    comp->context = context;
-    comp->btl = btl;
-    comp->endpoint = endpoint;
-    comp->local_address = local_address;
-    comp->local_handle = local_handle;
-    comp->cbfunc = cbfunc;
-    comp->cbcontext = cbcontext;
-    comp->cbdata = cbdata;
+    mca_btl_ofi_completion_fill(comp, btl, context, endpoint, local_address, local_handle, cbfunc,
+                                cbcontext, cbdata);
     return comp;
+}
+
+/** Run the caller's callback (unless finalize is draining) and give the
+ * object back; the caller counts the operation complete. */
+static inline __opal_attribute_always_inline__ void
+mca_btl_ofi_completion_run(mca_btl_ofi_completion_t *comp, int status)
+{
+    mca_btl_ofi_context_t *context = comp->context;
+
+    if (NULL != comp->cbfunc && OPAL_LIKELY(!context->module->closing)) {
+        comp->cbfunc(comp->btl, comp->endpoint, comp->local_address, comp->local_handle,
+                     comp->cbcontext, comp->cbdata, status);
+    }
+    opal_free_list_return(&context->completions, &comp->super);
 }
 
 /** Take a completion off its context's `tracked' list (several rails);
@@ -103,11 +128,7 @@ mca_btl_ofi_completion_finish(mca_btl_ofi_completion_t *comp, int status)
     if (OPAL_UNLIKELY(context->module->track) && mca_btl_ofi_untrack(comp)) {
         return;
     }
-    if (NULL != comp->cbfunc && OPAL_LIKELY(!context->module->closing)) {
-        comp->cbfunc(comp->btl, comp->endpoint, comp->local_address, comp->local_handle,
-                     comp->cbcontext, comp->cbdata, status);
-    }
-    opal_free_list_return(&context->completions, &comp->super);
+    mca_btl_ofi_completion_run(comp, status);
     mca_btl_ofi_inflight(context, endpoint, -1);
 }
 
