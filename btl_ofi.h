@@ -95,6 +95,9 @@ enum {
      * error" (the bytes it assembled differ from the size it announced) or
      * crashes the provider: every message fits in one datagram */
     MCA_BTL_OFI_QUIRK_ONE_SEGMENT = 0x8,
+    /* an endpoint with a link that failed cannot be closed (the provider
+     * crashes flushing it): left open at exit */
+    MCA_BTL_OFI_QUIRK_CLOSE_FAILED = 0x10,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 

@@ -283,10 +283,13 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_en
     req.hdr.op = (uint8_t) op;
     req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
                     | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
-    req.hdr.status = OPAL_SUCCESS;
+    req.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    req.hdr.seq = 0;
     req.hdr.origin = mca_btl_ofi_component.my_name;
     MCA_BTL_OFI_LOCK(&module->lock);
-    req.req_id = ++module->amo_next_id;
+    /* the rail in the top byte: with several rails the reply may come on
+     * another (its link failed) and must find this module */
+    req.req_id = ((uint64_t) module->rail << 56) | (++module->amo_next_id & (UINT64_MAX >> 8));
     (void) opal_hash_table_set_value_uint64(&module->amo_pending, req.req_id, comp);
     MCA_BTL_OFI_UNLOCK(&module->lock);
     req.addr = remote_address;
@@ -311,12 +314,37 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_en
     return OPAL_SUCCESS;
 }
 
+void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module)
+{
+    /* With several rails an atomic of the provider caught in flight on a
+     * link that fails cannot be sent again (it may have been applied);
+     * ours, numbered messages, can (btl_ofi_frag.c). Where the provider's
+     * atomics wait for the target's progress anyway (manual data progress:
+     * ofi_rxm applies them in the target's progress loop), ours cost the
+     * target nothing more, so they are taken, unless the user chose
+     * (btl_ofi_emulate_atomics 0 or 1), no receive buffers are posted
+     * (one-sided only), or the progress thread already runs without the
+     * room it keeps for them. */
+    if (module->amo_emulated || 0 <= mca_btl_ofi_component.emulate_atomics || !module->messaging
+        || module->progress_running
+        || FI_PROGRESS_MANUAL != module->info->domain_attr->data_progress) {
+        return;
+    }
+    module->amo_emulated = true;
+    mca_btl_ofi_atomics_query(module);
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                        "rail %d: atomics carried as messages (several rails: one in flight on "
+                        "a link that fails is sent again on another), atomic flags 0x%x",
+                        module->rail, module->super.btl_atomic_flags);
+}
+
 void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len)
 {
     mca_btl_ofi_module_t *module = context->module;
     const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
     bool narrow = !!(req->hdr.flags & MCA_BTL_OFI_AMO_32BIT);
     size_t width = narrow ? sizeof(uint32_t) : sizeof(uint64_t);
+    mca_btl_ofi_module_t *keys = module;
     mca_btl_ofi_endpoint_t *origin = NULL;
     mca_btl_ofi_amo_resp_t resp;
     mca_btl_ofi_reg_t *reg = NULL;
@@ -325,14 +353,22 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
         return;
     }
+    /* the key is of the rail the request was numbered on, which is not
+     * this one when it was sent again after that rail's link failed */
+    if (MCA_BTL_OFI_NO_SEQ != req->hdr.rail && req->hdr.rail < mca_btl_ofi_component.num_modules
+        && NULL != mca_btl_ofi_component.modules[req->hdr.rail]) {
+        keys = mca_btl_ofi_component.modules[req->hdr.rail];
+    }
     MCA_BTL_OFI_LOCK(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->hdr.origin,
                                             (void **) &origin);
-    (void) opal_hash_table_get_value_uint64(&module->regs_by_key, req->key, (void **) &reg);
     if (NULL != origin) {
         OBJ_RETAIN(origin);
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
+    MCA_BTL_OFI_LOCK(&keys->lock);
+    (void) opal_hash_table_get_value_uint64(&keys->regs_by_key, req->key, (void **) &reg);
+    MCA_BTL_OFI_UNLOCK(&keys->lock);
     if (NULL == origin) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped an atomic request from a process we do not know");
@@ -342,22 +378,31 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
     resp.hdr.type = MCA_BTL_OFI_MSG_AMO_RESP;
     resp.hdr.op = req->hdr.op;
     resp.hdr.flags = req->hdr.flags;
+    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    resp.hdr.seq = 0;
     resp.hdr.origin = mca_btl_ofi_component.my_name;
     resp.req_id = req->req_id;
     resp.result = 0;
+    resp.pad = 0;
     /* only inside a registration open to remote atomics, and aligned */
     if (NULL == reg || !(reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC)
         || req->addr < (uint64_t) (uintptr_t) reg->super.base
         || req->addr + width - 1 > (uint64_t) (uintptr_t) reg->super.bound
         || 0 != (req->addr & (width - 1)) || req->hdr.op > MCA_BTL_ATOMIC_LAST) {
-        resp.hdr.status = OPAL_ERR_BAD_PARAM;
+        resp.status = OPAL_ERR_BAD_PARAM;
     } else {
-        resp.hdr.status = OPAL_SUCCESS;
+        resp.status = OPAL_SUCCESS;
         resp.result = mca_btl_ofi_atomic_apply((mca_btl_base_atomic_op_t) req->hdr.op, req->addr,
                                                req->operand, req->compare,
                                                !!(req->hdr.flags & MCA_BTL_OFI_AMO_CSWAP), narrow);
     }
-    mca_btl_ofi_msg_reply(context, origin, &resp, sizeof(resp));
+    if (OPAL_UNLIKELY(NULL != origin->detour)) {
+        /* this rail's link to it failed: answer over the one that works */
+        mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(origin->detour_module), origin->detour, &resp,
+                              sizeof(resp));
+    } else {
+        mca_btl_ofi_msg_reply(context, origin, &resp, sizeof(resp));
+    }
     OBJ_RELEASE(origin);
 }
 
@@ -366,10 +411,17 @@ void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, siz
     const mca_btl_ofi_amo_resp_t *resp = (const mca_btl_ofi_amo_resp_t *) msg;
     mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_completion_t *comp = NULL;
+    uint64_t rail;
 
     if (len < sizeof(*resp)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic reply");
         return;
+    }
+    /* the module that asked (its rail is in the id's top byte) */
+    rail = resp->req_id >> 56;
+    if (rail < (uint64_t) mca_btl_ofi_component.num_modules
+        && NULL != mca_btl_ofi_component.modules[rail]) {
+        module = mca_btl_ofi_component.modules[rail];
     }
     MCA_BTL_OFI_LOCK(&module->lock);
     if (OPAL_SUCCESS
@@ -383,14 +435,14 @@ void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, siz
                             "dropped an atomic reply with unknown id %" PRIu64, resp->req_id);
         return;
     }
-    if (OPAL_SUCCESS != resp->hdr.status) {
+    if (OPAL_SUCCESS != resp->status) {
         opal_show_help(MCA_BTL_OFI_HELP_FILE, "atomic refused", true, opal_process_info.nodename,
                        OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
     } else if (NULL != comp->local_address) {
         mca_btl_ofi_store_result(comp->local_address, resp->result,
                                  !!(resp->hdr.flags & MCA_BTL_OFI_AMO_32BIT));
     }
-    mca_btl_ofi_completion_finish(comp, resp->hdr.status);
+    mca_btl_ofi_completion_finish(comp, resp->status);
 }
 
 /*

@@ -12,6 +12,9 @@
 BEGIN_C_DECLS
 
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
+/* One of several rails: carry atomics as messages where that costs the
+ * target no more progress than the provider's own. */
+void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module);
 
 void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);

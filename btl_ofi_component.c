@@ -6,6 +6,7 @@
 /* this file defines the exported component (see btl_ofi_types.h) */
 #define MCA_BTL_OFI_COMPONENT_DEFINITION
 #include "btl_ofi.h"
+#include "btl_ofi_atomics.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
 
@@ -364,8 +365,10 @@ static int mca_btl_ofi_component_register(void)
     (void) mca_btl_ofi_reg_int(
         "emulate_atomics",
         "Carry atomics as messages applied by the target's progress loop instead of the "
-        "provider's atomics: -1 where the provider's are known broken (udp;ofi_rxd), 0 never, "
-        "1 always (needs FI_MSG)",
+        "provider's atomics: -1 where the provider's are known broken (udp;ofi_rxd), and with "
+        "several rails where the provider's wait for the target's progress anyway (manual "
+        "progress: tcp;ofi_rxm), so that one in flight on a link that fails can be sent again; "
+        "0 never, 1 always (needs FI_MSG)",
         &c->emulate_atomics, OPAL_INFO_LVL_6, NULL);
 
     c->version = MCA_BTL_OFI_VERSION_STRING;
@@ -461,12 +464,21 @@ static int mca_btl_ofi_component_close(void)
  * senders completes with "Truncation error" (or is silently lost) although
  * every buffer keeps FI_OPT_MIN_MULTI_RECV bytes free; single-message
  * buffers carry the same flood.
+ *
+ * ofi_rxm in libfabric 1.17: closing an endpoint whose connection still
+ * holds messages (a link that failed while they were in flight; btl/ofi
+ * sent copies over another rail) flushes the connection, and the
+ * provider's handling of a canceled message it posted itself reads its
+ * NULL context: a segfault in fi_close (seen in 1 of 7 rail-cut runs).
  */
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
 {
     if (NULL != strstr(prov_name, "ofi_rxd")) {
         return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
                | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT;
+    }
+    if (NULL != strstr(prov_name, "ofi_rxm")) {
+        return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
     }
     return 0;
 }
@@ -1181,6 +1193,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             taken[i]->track = true;
             taken[i]->bare_limit = 0;
             taken[i]->super.btl_sendi = NULL;
+            mca_btl_ofi_atomics_rails(taken[i]);
         }
     }
     c->num_modules = ntaken;

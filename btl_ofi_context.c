@@ -203,6 +203,7 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
         OBJ_CONSTRUCT(&module->contexts[i].sendq, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].rdmaq, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].tracked, opal_list_t);
+        OBJ_CONSTRUCT(&module->contexts[i].sent, opal_list_t);
         module->contexts[i].module = module;
     }
     module->num_contexts = count;
@@ -295,6 +296,9 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
         while (NULL != opal_list_remove_first(&context->tracked)) {
         }
         OBJ_DESTRUCT(&context->tracked);
+        while (NULL != opal_list_remove_first(&context->sent)) {
+        }
+        OBJ_DESTRUCT(&context->sent);
         OBJ_DESTRUCT(&context->sendq);
         OBJ_DESTRUCT(&context->completions);
         OBJ_DESTRUCT(&context->lock);

@@ -50,8 +50,10 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->detour = NULL;
     endpoint->detour_module = NULL;
     endpoint->told = false;
-    endpoint->msgs_out = 0;
-    endpoint->msgs_in = 0;
+    OBJ_CONSTRUCT(&endpoint->seq_lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&endpoint->unacked, opal_list_t);
+    endpoint->tx_seq = 0;
+    endpoint->tx_acked = 0;
     endpoint->live_fd = -1;
     endpoint->live_state = 0;
 }
@@ -64,6 +66,11 @@ static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
     }
     free(endpoint->addrs);
     endpoint->addrs = NULL;
+    /* kept messages: their memory goes with their module's free list */
+    while (NULL != opal_list_remove_first(&endpoint->unacked)) {
+    }
+    OBJ_DESTRUCT(&endpoint->unacked);
+    OBJ_DESTRUCT(&endpoint->seq_lock);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, mca_btl_ofi_endpoint_construct,
@@ -547,15 +554,20 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
         return 0;
     }
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        int64_t done = endpoint->completed;
+        /* with several rails a message the provider completed is owed too
+         * until the peer acknowledges it: a cut link may hold it (ofi_rxm
+         * completes once TCP took it), and nothing else would stand still
+         * (read unlocked: a late value only delays the check) */
+        uint32_t unacked = endpoint->tx_seq - endpoint->tx_acked;
+        int64_t done = endpoint->completed + (int64_t) endpoint->tx_acked;
         if (endpoint->lost || endpoint->checkable || 0 == endpoint->host.ss_family) {
             continue;
         }
         if (endpoint->suspect) {
             endpoint->suspect = false;
             mca_btl_ofi_probe_start(module, &endpoint->host, now, now);
-        } else if (endpoint->posted == done || done != endpoint->seen_completed
-                   || 0.0 == endpoint->stall_since) {
+        } else if ((endpoint->posted == endpoint->completed && 0 == unacked)
+                   || done != endpoint->seen_completed || 0.0 == endpoint->stall_since) {
             endpoint->seen_completed = done;
             endpoint->stall_began = endpoint->stall_since = now;
             endpoint->probe_wait = after;
@@ -943,32 +955,46 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *end
  * port). Its puts and gets in flight on the cut link are sent again on
  * the rail that answers (they write or read the same bytes twice at
  * most, which an access epoch allows), and every later operation for the
- * peer takes that rail (its endpoint's detour). A message or an atomic
- * in flight on the cut link cannot be sent again: it may have arrived or
- * been applied, and twice would be wrong; with one of them in flight the
- * peer is lost, as before. With several rails every message has a
- * completion (module->track), so that none is in flight unseen. The peer
- * is told over the rail that answers, so that its own traffic to us
- * leaves the cut link before it stalls there.
+ * peer takes that rail (its endpoint's detour). Messages (of the pml and
+ * of emulated atomics) are numbered per link with several rails: those
+ * that may not have arrived are sent again with their numbers, and the
+ * receiver takes each once (btl_ofi_frag.c). An atomic of the provider in
+ * flight on the cut link cannot be sent again: it may have been applied,
+ * and twice would be wrong; with one in flight the peer is lost, as
+ * before. The peer is told over the rail that answers, so that its own
+ * traffic to us leaves the cut link before it stalls there.
  */
 
 /* Leave ENDPOINT's rail (MODULE) for PEER, the same process's endpoint on
  * RAIL (or for the detour taken before). True when nothing is lost: what
- * was in flight could be moved. */
+ * was in flight could be moved; AGAIN (if not NULL) then says what was
+ * sent again. */
 static bool mca_btl_ofi_rail_failover(mca_btl_ofi_module_t *module,
                                       mca_btl_ofi_endpoint_t *endpoint, mca_btl_ofi_module_t *rail,
-                                      mca_btl_ofi_endpoint_t *peer)
+                                      mca_btl_ofi_endpoint_t *peer, char *again, size_t len)
 {
+    int msgs, rdma;
+
+    module->link_failed = true;
+    mca_btl_ofi_seq_ack_again(module);
     if (NULL == endpoint->detour) {
         endpoint->detour_module = rail;
         opal_atomic_wmb();
         endpoint->detour = peer;
     }
-    (void) mca_btl_ofi_rdma_move(module, endpoint, endpoint->detour_module, endpoint->detour);
-    mca_btl_ofi_frags_move(module, endpoint, endpoint->detour_module, endpoint->detour);
-    /* what remains counted is a message or an atomic posted on the cut
-     * link, which cannot be known arrived or not */
-    return endpoint->posted == endpoint->completed;
+    rdma = mca_btl_ofi_rdma_move(module, endpoint, endpoint->detour_module, endpoint->detour);
+    msgs = mca_btl_ofi_frags_move(module, endpoint, endpoint->detour_module, endpoint->detour);
+    if (msgs < 0) {
+        return false;
+    }
+    if (NULL != again) {
+        snprintf(again, len, "%d message%s and %d put%s or get%s in flight or unacknowledged", msgs,
+                 1 == msgs ? "" : "s", rdma, 1 == rdma ? "" : "s", 1 == rdma ? "" : "s");
+    }
+    /* what remains counted is an atomic posted on the cut link: emulated,
+     * its request or reply is sent again; the provider's cannot be known
+     * applied or not */
+    return module->amo_emulated || endpoint->posted == endpoint->completed;
 }
 
 /* Tell the peer at PEER (on RAIL, which works) that its rail PEER_RAIL's
@@ -986,11 +1012,9 @@ static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *module,
     memset(&msg, 0, sizeof(msg));
     msg.hdr.type = MCA_BTL_OFI_MSG_RAIL_CUT;
     msg.hdr.origin = mca_btl_ofi_component.my_name;
+    msg.hdr.rail = MCA_BTL_OFI_NO_SEQ;
     msg.rail = (uint32_t) endpoint->peer_rail;
     msg.from_rail = (uint32_t) module->rail;
-    /* every message to it on the cut rail was counted before the detour
-     * (queued ones were moved, see mca_btl_ofi_rail_failover) */
-    msg.sent = (uint64_t) endpoint->msgs_out;
     mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(rail), endpoint->detour, &msg, sizeof(msg));
 }
 
@@ -1001,17 +1025,17 @@ static bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
                                  char *why, size_t len)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    char here[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN];
+    char here[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN], again[128];
 
     if (NULL != endpoint->detour) {
         /* failed over before: only what was queued on this rail then can
          * still stand still here */
-        if (mca_btl_ofi_rail_failover(module, endpoint, NULL, NULL)) {
+        if (mca_btl_ofi_rail_failover(module, endpoint, NULL, NULL, NULL, 0)) {
             return true;
         }
         snprintf(why, len,
                  "the link of rail %d to it failed earlier (its traffic took rail %d since), and "
-                 "an operation queued before that is stuck on it",
+                 "an atomic posted on it before that is stuck there",
                  module->rail, endpoint->detour_module->rail);
         return false;
     }
@@ -1030,45 +1054,29 @@ static bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         }
         mca_btl_ofi_host_name(&endpoint->host, here, sizeof(here));
         mca_btl_ofi_host_name(&peer->host, there, sizeof(there));
-        if (!mca_btl_ofi_rail_failover(module, endpoint, rail, peer)) {
+        if (!mca_btl_ofi_rail_failover(module, endpoint, rail, peer, again, sizeof(again))) {
             snprintf(why, len,
                      "its address %s on rail %d does not answer while %s on rail %d does: the "
-                     "link of rail %d is cut or down, and a message or atomic to the peer was in "
-                     "flight on it (btl/ofi cannot know whether it arrived, so it cannot send it "
-                     "again on another rail)",
+                     "link of rail %d is cut or down, and an atomic to the peer was in flight on "
+                     "it (btl/ofi cannot know whether the provider applied it, so it cannot send "
+                     "it again on another rail)",
                      here, module->rail, there, rail->rail, module->rail);
             return false;
         }
         opal_output(0,
                     "btl/ofi on %s: peer %s on %s: its address %s on rail %d does not answer "
                     "while %s on rail %d does: the link of rail %d is cut or down; traffic to "
-                    "this peer takes rail %d from now on",
+                    "this peer takes rail %d from now on (sent again on it: %s)",
                     opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
                     NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
-                    here, module->rail, there, rail->rail, module->rail, rail->rail);
+                    here, module->rail, there, rail->rail, module->rail, rail->rail, again);
         mca_btl_ofi_rail_cut_tell(module, endpoint);
         return true;
     }
     return false;
 }
 
-void mca_btl_ofi_count_in(mca_btl_ofi_module_t *module, uint64_t origin)
-{
-    mca_btl_ofi_endpoint_t *endpoint = NULL;
-
-    MCA_BTL_OFI_LOCK(&module->lock);
-    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, origin,
-                                            (void **) &endpoint);
-    if (NULL != endpoint) {
-        mca_btl_ofi_add64(&endpoint->msgs_in, 1);
-    }
-    MCA_BTL_OFI_UNLOCK(&module->lock);
-}
-
-/* MODULE's endpoint for the process named ORIGIN (mca_btl_ofi_name_key),
- * retained, or NULL. */
-static mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_by_name(mca_btl_ofi_module_t *module,
-                                                            uint64_t origin)
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_named(mca_btl_ofi_module_t *module, uint64_t origin)
 {
     mca_btl_ofi_endpoint_t *endpoint = NULL;
 
@@ -1088,7 +1096,7 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
     mca_btl_ofi_module_t *module = context->module, *cut;
     mca_btl_ofi_endpoint_t *live = NULL, *endpoint = NULL;
     mca_btl_ofi_rail_cut_t msg;
-    char why[MCA_BTL_OFI_WHY_LEN];
+    char why[MCA_BTL_OFI_WHY_LEN], again[128];
 
     if (len < sizeof(msg)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short rail notice");
@@ -1101,41 +1109,31 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
                             (unsigned) msg.rail);
         return;
     }
-    live = mca_btl_ofi_endpoint_by_name(module, msg.hdr.origin);
+    live = mca_btl_ofi_endpoint_named(module, msg.hdr.origin);
     if (NULL == live) {
         return; /* a peer we no longer know (its procs were deleted) */
     }
-    endpoint = mca_btl_ofi_endpoint_by_name(cut, msg.hdr.origin);
+    endpoint = mca_btl_ofi_endpoint_named(cut, msg.hdr.origin);
     if (NULL != endpoint && !endpoint->lost) {
         why[0] = '\0';
         if (NULL != endpoint->detour) {
             /* found by us too: only the count below is new */
-        } else if (mca_btl_ofi_rail_failover(cut, endpoint, module, live)) {
+        } else if (mca_btl_ofi_rail_failover(cut, endpoint, module, live, again, sizeof(again))) {
             opal_output(0,
                         "btl/ofi on %s: peer %s on %s finds the link between its rail %u and "
-                        "our rail %d cut or down; traffic to this peer takes rail %d from now on",
+                        "our rail %d cut or down; traffic to this peer takes rail %d from now on "
+                        "(sent again on it: %s)",
                         opal_process_info.nodename, OPAL_NAME_PRINT(live->proc->proc_name),
                         NULL != live->proc->proc_hostname ? live->proc->proc_hostname : "?",
-                        (unsigned) msg.from_rail, cut->rail, module->rail);
+                        (unsigned) msg.from_rail, cut->rail, module->rail, again);
             mca_btl_ofi_rail_cut_tell(cut, endpoint);
         } else {
             snprintf(why, sizeof(why),
-                     "it finds the link between its rail %u and our rail %d cut or down, and a "
-                     "message or atomic of ours to it was in flight on that link (btl/ofi cannot "
-                     "know whether it arrived, so it cannot send it again on another rail)",
+                     "it finds the link between its rail %u and our rail %d cut or down, and an "
+                     "atomic of ours to it was in flight on that link (btl/ofi cannot know "
+                     "whether the provider applied it, so it cannot send it again on another "
+                     "rail)",
                      (unsigned) msg.from_rail, cut->rail);
-        }
-        if ('\0' == why[0] && (int64_t) msg.sent > endpoint->msgs_in) {
-            /* ofi_rxm completes a message once its TCP provider took it:
-             * one written just before the cut completed at the sender and
-             * never came */
-            snprintf(why, sizeof(why),
-                     "it finds the link between its rail %u and our rail %d cut or down, and %lld "
-                     "of the %llu messages it posted to us on that link never arrived (its "
-                     "provider completed them before delivery)",
-                     (unsigned) msg.from_rail, cut->rail,
-                     (long long) ((int64_t) msg.sent - endpoint->msgs_in),
-                     (unsigned long long) msg.sent);
         }
         if ('\0' != why[0]) {
             endpoint->dead = true;
@@ -1240,6 +1238,11 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
             (void) mca_btl_ofi_endpoint_check(module, dead);
         }
         OBJ_RELEASE(dead);
+    }
+    if (module->track) {
+        /* what peers sent while traffic paused is acknowledged now, not
+         * 32 messages later: they keep copies until then */
+        mca_btl_ofi_seq_ack_due(module);
     }
 }
 

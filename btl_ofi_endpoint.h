@@ -87,9 +87,9 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
  * is cut (received on another rail, CONTEXT's): our traffic to it leaves
  * that rail too (see mca_btl_ofi_rail_cut in btl_ofi_endpoint.c). */
 void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf, size_t len);
-/* A pml message from the process named ORIGIN arrived on MODULE's rail
- * (several rails): counted on its endpoint there. */
-void mca_btl_ofi_count_in(mca_btl_ofi_module_t *module, uint64_t origin);
+/* MODULE's endpoint for the process named ORIGIN (mca_btl_ofi_name_key),
+ * retained, or NULL. */
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_named(mca_btl_ofi_module_t *module, uint64_t origin);
 /* Close the probes of peers' hosts still under way (module teardown). */
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 

@@ -15,19 +15,27 @@ enum {
     MCA_BTL_OFI_MSG_AMO_REQ = 1,  /* emulated atomic: do this at your end */
     MCA_BTL_OFI_MSG_AMO_RESP = 2, /* emulated atomic: done, old value enclosed */
     MCA_BTL_OFI_MSG_AM = 3,       /* pml payload for the active-message tag in op */
-    MCA_BTL_OFI_MSG_RAIL_CUT = 4  /* a link between a rail of the sender and one of ours is cut */
+    MCA_BTL_OFI_MSG_RAIL_CUT = 4, /* a link between a rail of the sender and one of ours is cut */
+    MCA_BTL_OFI_MSG_ACK = 5       /* numbered messages of one link arrived, up to a number */
 };
+
+/* hdr.rail of a message without a number */
+#define MCA_BTL_OFI_NO_SEQ 0xff
 
 /* Leading bytes of every message. */
 typedef struct mca_btl_ofi_msg_hdr_t {
     uint8_t type;
-    uint8_t op;     /* AMO: the btl atomic op; AM: the active-message tag */
-    uint16_t flags; /* AMO: MCA_BTL_OFI_AMO_* */
-    int32_t status; /* AMO_RESP: OPAL_SUCCESS or the error the target saw */
+    uint8_t op;    /* AMO: the btl atomic op; AM: the active-message tag */
+    uint8_t flags; /* AMO: MCA_BTL_OFI_AMO_* */
+    /* With several rails a message of the pml or of an atomic is numbered
+     * on the link it was first posted to: `rail' is the receiver's rail
+     * at that link's end (MCA_BTL_OFI_NO_SEQ: not numbered), `seq' its
+     * number there. Sent again on another rail after that link failed, it
+     * keeps both, so that the receiver takes it once (btl_ofi_frag.c). */
+    uint8_t rail;
+    uint32_t seq;
     /* the sender's process name (mca_btl_ofi_name_key): an atomic's
-     * request is answered to it; with several rails the receiver counts
-     * what each peer sent it on each rail (AM), to tell, once a rail's
-     * link failed, whether all of it arrived */
+     * request is answered to it, a numbered message counted for it */
     uint64_t origin;
 } mca_btl_ofi_msg_hdr_t;
 
@@ -47,19 +55,26 @@ typedef struct mca_btl_ofi_amo_resp_t {
     mca_btl_ofi_msg_hdr_t hdr;
     uint64_t req_id;
     uint64_t result;
+    int32_t status; /* OPAL_SUCCESS or the error the target saw */
+    uint32_t pad;
 } mca_btl_ofi_amo_resp_t;
 
 /* The link between the sender's rail from_rail and the receiver's rail
- * `rail' is cut: the receiver's traffic to the sender leaves it too, and
- * it checks that every message the sender posted there arrived. */
+ * `rail' is cut: the receiver's traffic to the sender leaves it too. */
 typedef struct mca_btl_ofi_rail_cut_t {
     mca_btl_ofi_msg_hdr_t hdr;
     uint32_t rail;
     uint32_t from_rail;
-    /* pml messages the sender posted to the receiver on that link: the
-     * receiver must have had as many from it there */
-    uint64_t sent;
 } mca_btl_ofi_rail_cut_t;
+
+/* The numbered messages the receiver posted on the link ending at its
+ * rail `rail' arrived, every one below `base' (sent every quarter window,
+ * MCA_BTL_OFI_SEQ_WINDOW): it may forget them. */
+typedef struct mca_btl_ofi_msg_ack_t {
+    mca_btl_ofi_msg_hdr_t hdr;
+    uint32_t rail;
+    uint32_t base;
+} mca_btl_ofi_msg_ack_t;
 
 /* One posted receive buffer: a single message, or with FI_MULTI_RECV
  * many, packed back to back until the provider releases it. */
@@ -69,6 +84,17 @@ typedef struct mca_btl_ofi_rdesc_t {
     void *buf;
     struct mca_btl_ofi_rdesc_t *next_repost; /* on context->repost */
 } mca_btl_ofi_rdesc_t;
+
+/* Where a fragment is, for numbered messages (several rails). */
+enum {
+    MCA_BTL_OFI_FRAG_PLAIN = 0, /* not numbered, or not posted yet */
+    MCA_BTL_OFI_FRAG_SENT = 1,  /* numbered and in flight: on its context's `sent' list */
+    MCA_BTL_OFI_FRAG_KEPT = 2,  /* completed, kept on its endpoint's `unacked' list */
+    MCA_BTL_OFI_FRAG_COPY = 3,  /* ours, posted again on another rail: given back when done */
+    MCA_BTL_OFI_FRAG_ORPHAN = 4 /* in flight on a failed link, its copy sent on: the pml
+                                 * was told it was sent; given back by whichever of the
+                                 * provider's completion and the pml's free comes last */
+};
 
 /* A two-sided send descriptor: the wire header sits right before the
  * segment, so header and payload leave in one contiguous send. */
@@ -82,6 +108,8 @@ typedef struct mca_btl_ofi_frag_t {
     /* the module whose list it comes from and whose btl the pml used: a
      * fragment sent on another rail (a detour) still goes back there */
     mca_btl_ofi_module_t *home;
+    int state;                    /* MCA_BTL_OFI_FRAG_* */
+    volatile int32_t orphan_refs; /* an orphan's owners left (provider, pml) */
 } mca_btl_ofi_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);
 
@@ -152,11 +180,22 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len);
 
-/* Post again on TO (TO_MODULE's endpoint for the same peer) the pml
- * fragments for FROM that MODULE's contexts still hold unposted (their
- * send queues): FROM's rail failed before they left. */
-void mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
-                            mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
+/* FROM's link (MODULE's rail) failed: post on TO (TO_MODULE's endpoint
+ * for the same peer) every message for FROM that may not have arrived:
+ * copies of the numbered ones in flight or not yet acknowledged, which
+ * keep their numbers, then the fragments and replies still queued.
+ * Returns how many were sent again (the numbered ones), -1 when one could
+ * not be copied (out of memory). */
+int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
+                           mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
+
+/* Acknowledge what peers numbered to MODULE's rail and we have not
+ * acknowledged yet (several rails; from the periodic peer check). */
+void mca_btl_ofi_seq_ack_due(mca_btl_ofi_module_t *module);
+/* A link of MODULE's rail failed: an acknowledgement sent on it may be
+ * lost, so the next mca_btl_ofi_seq_ack_due sends each again (over the
+ * detour where there is one). */
+void mca_btl_ofi_seq_ack_again(mca_btl_ofi_module_t *module);
 
 /* Retry what waits for queue room: receive buffers, then pml fragments,
  * then replies (the backlog pattern of mca_btl_ofi_backlog_rdma); called

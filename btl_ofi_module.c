@@ -505,7 +505,9 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->amo_pending, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->seq_in, opal_hash_table_t);
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
+        || OPAL_SUCCESS != opal_hash_table_init(&module->seq_in, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_name, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->amo_pending, 256)) {
@@ -517,6 +519,18 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
 
 void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
 {
+    uint64_t name;
+    void *state, *node = NULL;
+
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_first_key_uint64(&module->seq_in, &name, &state, &node)) {
+        do {
+            free(state);
+        } while (
+            OPAL_SUCCESS
+            == opal_hash_table_get_next_key_uint64(&module->seq_in, &name, &state, node, &node));
+    }
+    OBJ_DESTRUCT(&module->seq_in);
     OBJ_DESTRUCT(&module->amo_pending);
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
@@ -540,6 +554,23 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
         mca_btl_ofi_drain(module);
     }
     mca_btl_ofi_probes_fini(module);
+    if (OPAL_UNLIKELY(module->link_failed)
+        && (mca_btl_ofi_provider_quirks(module->info->fabric_attr->prov_name)
+            & MCA_BTL_OFI_QUIRK_CLOSE_FAILED)) {
+        /* its objects, and the memory the provider may still use, are left
+         * for the exit to reclaim */
+        mca_btl_ofi_progress_thread_stop(module);
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "rail %d: left open at exit: a link of it failed, and %s crashes "
+                            "closing an endpoint that still holds messages for it",
+                            module->rail, module->info->fabric_attr->prov_name);
+        for (int i = 0; i < mca_btl_ofi_component.num_modules; ++i) {
+            if (mca_btl_ofi_component.modules[i] == module) {
+                mca_btl_ofi_component.modules[i] = NULL;
+            }
+        }
+        return OPAL_SUCCESS;
+    }
     mca_btl_ofi_module_release(module);
     /* the other rails may still be progressed: only this slot empties */
     for (int i = 0; i < mca_btl_ofi_component.num_modules; ++i) {

@@ -52,6 +52,20 @@ enum {
  * and, for providers with offset addressing, the region's base address in
  * the owner's address space.
  */
+/* Numbered messages (several rails) a process may have posted on one link
+ * and not yet seen acknowledged: the receiver remembers which of this many
+ * arrived. A power of two, a multiple of 64. */
+#define MCA_BTL_OFI_SEQ_WINDOW 128
+
+/* What a process received of the messages a peer numbered on one link:
+ * every number below `base', which of the next MCA_BTL_OFI_SEQ_WINDOW,
+ * and the number last acknowledged. */
+typedef struct mca_btl_ofi_seq_in_t {
+    uint32_t base;
+    uint32_t acked;
+    uint64_t seen[MCA_BTL_OFI_SEQ_WINDOW / 64];
+} mca_btl_ofi_seq_in_t;
+
 /* Modules, one per rail (network interface), a process may open. */
 #define MCA_BTL_OFI_MAX_RAILS 8
 
@@ -161,6 +175,8 @@ typedef struct mca_btl_ofi_context_t {
      * complete, so that a rail whose link fails can send them again on
      * another (module->track) */
     opal_list_t tracked;
+    /* and the numbered messages posted here, not yet complete (module->track) */
+    opal_list_t sent;
     /* receive buffers the provider refused for now (-FI_EAGAIN) */
     struct mca_btl_ofi_rdesc_t *repost;
     /* completions the progress thread read but left to an MPI thread, in
@@ -216,10 +232,17 @@ struct mca_btl_base_endpoint_t {
     struct mca_btl_base_endpoint_t *volatile detour;
     struct mca_btl_ofi_module_t *detour_module;
     bool told; /* the peer was sent our notice of that failure */
-    /* with several rails: pml messages posted to it on this rail, and
-     * received from it on this rail (compared once the rail's link fails) */
-    volatile int64_t msgs_out;
-    volatile int64_t msgs_in;
+    /* With several rails (module->track), the numbered messages of this
+     * rail's link, so that none is lost or taken twice when it fails
+     * (btl_ofi_frag.c). Ours to the peer: the next number, the first the
+     * peer has not acknowledged, and those completed but not acknowledged
+     * (kept to be sent again). Under seq_lock, which is taken last. What
+     * the peer numbered to us is its module's (seq_in), as a message may
+     * come before its endpoint exists. */
+    opal_mutex_t seq_lock;
+    uint32_t tx_seq;
+    uint32_t tx_acked;
+    opal_list_t unacked;
     /* our liveness connection to its listener (a peer on another host we
      * posted to), and how far it got (btl_ofi_endpoint.c) */
     int live_fd;
@@ -267,6 +290,9 @@ typedef struct mca_btl_ofi_module_t {
      * trusted only if its id is found here (never used as a pointer) */
     opal_hash_table_t amo_pending;
     uint64_t amo_next_id;
+    /* numbered messages peers posted on this rail's links, by sender
+     * name: mca_btl_ofi_seq_in_t (btl_ofi_frag.c), under `lock' */
+    opal_hash_table_t seq_in;
     opal_list_t endpoints;
 
     /* messaging: enabled when a context must receive (emulated atomics,
@@ -290,6 +316,8 @@ typedef struct mca_btl_ofi_module_t {
     /* finalize is draining: the layers above are gone (their code may
      * already be unloaded), so completions are reaped without callbacks */
     bool closing;
+    /* a link of this rail to a peer failed (its traffic took another rail) */
+    bool link_failed;
     /* liveness probes of peers' hosts under way (btl_ofi_endpoint.c) */
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;

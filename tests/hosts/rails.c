@@ -2,14 +2,23 @@
  * rails: bandwidth between two hosts, one-sided and two-sided, for the
  * byte counts of each link (tests/hosts/run.sh rails cases).
  *
- *   rails put|send [-mib M] [-n N] [-warm W] [-secs S]
+ *   rails put|send [-mib M | -kib K] [-n N] [-warm W] [-secs S]
+ *   rails amo -secs S
  *                      (defaults 4 MiB, 16 timed transfers, 2 before them)
+ *
+ * -kib K: transfers of K KiB instead (send -kib 1: eager messages, so
+ * that thousands are in flight or just completed when a link is cut).
  *
  * -secs S: transfer for S seconds after the warm-up instead of N times,
  * each transfer with a pattern of its own (round k for the k-th), so that
  * one lost, doubled or stale transfer shows: rank 1 checks every message
  * it receives, or the window against the last put's round. For the rail
  * cut cases, where a link fails while the transfers go on.
+ *
+ * amo: rank 0 adds 1 to a counter in rank 1's window with
+ * MPI_Fetch_and_op for S seconds, each followed by a flush: every fetched
+ * value must be the number of adds before it, and the counter at the end
+ * their number (an atomic lost, or applied twice, shows).
  *
  * Rank 0 prints "rails: streaming" once the warm-up transfers are done.
  *
@@ -114,19 +123,60 @@ static int rails_send_for(unsigned char *buf, size_t len, int warm, double secs,
     return (int) rounds - warm;
 }
 
+/* amo -secs: fetch-and-adds for SECS seconds, each result checked; rank 1
+ * checks the counter against their number at the end. */
+static void rails_amo_for(int warm, double secs)
+{
+    uint64_t counter = 0, done = 0, one = 1, old = 0;
+    MPI_Win win = rails_window((unsigned char *) &counter, sizeof(counter));
+    double t0 = 0.0, t1;
+
+    if (0 == tc_rank) {
+        for (int i = -warm;; ++i) {
+            if (0 == i) {
+                t0 = tc_now();
+                streaming();
+            } else if (i > 0 && tc_now() - t0 >= secs) {
+                break;
+            }
+            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, 1, 0, MPI_SUM, win));
+            MPI_CHECK(MPI_Win_flush(1, win));
+            CHECK(old == done, "fetch-and-add %" PRIu64 " fetched %" PRIu64 " (expected %" PRIu64 ")",
+                  done + 1, old, done);
+            ++done;
+        }
+        t1 = tc_now();
+        printf("rails: amo x %" PRIu64 ": %.1f per ms, each fetched value checked\n", done,
+               (double) done / ((t1 - t0) * 1e3));
+        fflush(stdout);
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Bcast(&done, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+    if (1 == tc_rank) {
+        CHECK(counter == done, "counter %" PRIu64 " after %" PRIu64 " fetch-and-adds", counter, done);
+        printf("rails: rank 1: counter %" PRIu64 " after %" PRIu64 " fetch-and-adds\n", counter,
+               done);
+        fflush(stdout);
+    }
+    MPI_CHECK(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv)
 {
-    size_t mib = 4;
+    size_t mib = 4, kib = 0;
     int n = 16, warm = 2;
     double secs = 0.0;
     const char *mode = argc > 1 ? argv[1] : "";
 
     tc_init(&argc, &argv, "rails");
     CHECK(2 == tc_size, "needs exactly 2 ranks, has %d", tc_size);
-    CHECK(0 == strcmp(mode, "put") || 0 == strcmp(mode, "send"), "mode '%s': put or send", mode);
+    CHECK(0 == strcmp(mode, "put") || 0 == strcmp(mode, "send") || 0 == strcmp(mode, "amo"),
+          "mode '%s': put, send or amo", mode);
     for (int i = 2; i + 1 < argc; ++i) {
         if (0 == strcmp(argv[i], "-mib")) {
             mib = (size_t) atol(argv[i + 1]);
+        } else if (0 == strcmp(argv[i], "-kib")) {
+            kib = (size_t) atol(argv[i + 1]);
         } else if (0 == strcmp(argv[i], "-n")) {
             n = atoi(argv[i + 1]);
         } else if (0 == strcmp(argv[i], "-warm")) {
@@ -136,7 +186,9 @@ int main(int argc, char **argv)
         }
     }
     CHECK(mib >= 1 && n >= 1 && warm >= 0, "-mib and -n must be at least 1, -warm at least 0");
-    const size_t len = mib << 20;
+    const size_t len = kib > 0 ? kib << 10 : mib << 20;
+    char size[32];
+    snprintf(size, sizeof(size), kib > 0 ? "%zu KiB" : "%zu MiB", kib > 0 ? kib : mib);
     unsigned char *buf = malloc(len);
     CHECK(NULL != buf, "malloc of %zu bytes failed", len);
     memset(buf, 0, len);
@@ -144,6 +196,13 @@ int main(int argc, char **argv)
     tc_counters_t before, after;
     tc_counters_read(&before);
 
+    if (0 == strcmp(mode, "amo")) {
+        CHECK(secs > 0.0, "amo needs -secs");
+        rails_amo_for(warm, secs);
+        free(buf);
+        tc_finish();
+        return 0;
+    }
     if (secs > 0.0) {
         n = 0 == strcmp(mode, "put") ? rails_put_for(buf, len, warm, secs, &t0, &t1)
                                      : rails_send_for(buf, len, warm, secs, &t0, &t1);
@@ -202,7 +261,7 @@ int main(int argc, char **argv)
     tc_counters_read(&after);
     if (0 == tc_rank) {
         /* which btl operations carried it (sends, gets or puts) */
-        printf("rails: %s %zu MiB x %d: %.1f MB/s (rank 0: %s)\n", mode, mib, n,
+        printf("rails: %s %s x %d: %.1f MB/s (rank 0: %s)\n", mode, size, n,
                (double) len * n / (t1 - t0) / 1e6, tc_delta_str(&before, &after));
         fflush(stdout);
     } else {
