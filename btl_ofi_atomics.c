@@ -318,16 +318,16 @@ void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module)
 {
     /* With several rails an atomic of the provider caught in flight on a
      * link that fails cannot be sent again (it may have been applied);
-     * ours, numbered messages, can (btl_ofi_frag.c). Where the provider's
-     * atomics wait for the target's progress anyway (manual data progress:
-     * ofi_rxm applies them in the target's progress loop), ours cost the
-     * target nothing more, so they are taken, unless the user chose
-     * (btl_ofi_emulate_atomics 0 or 1), no receive buffers are posted
-     * (one-sided only), or the progress thread already runs without the
-     * room it keeps for them. */
+     * ours, numbered messages, can (btl_ofi_frag.c). So they are taken
+     * unless the user chose (btl_ofi_emulate_atomics 0 or 1), no receive
+     * buffers are posted (one-sided only), or the progress thread already
+     * runs without the room it keeps for them. They are applied by the
+     * target's progress: no change where the provider's atomics waited for
+     * it anyway (manual data progress: ofi_rxm applies them in the
+     * target's progress loop); with an auto-progress provider (sockets) a
+     * target computing outside MPI now delays them. */
     if (module->amo_emulated || 0 <= mca_btl_ofi_component.emulate_atomics || !module->messaging
-        || module->progress_running
-        || FI_PROGRESS_MANUAL != module->info->domain_attr->data_progress) {
+        || module->progress_running) {
         return;
     }
     module->amo_emulated = true;

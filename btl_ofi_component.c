@@ -366,9 +366,8 @@ static int mca_btl_ofi_component_register(void)
         "emulate_atomics",
         "Carry atomics as messages applied by the target's progress loop instead of the "
         "provider's atomics: -1 where the provider's are known broken (udp;ofi_rxd), and with "
-        "several rails where the provider's wait for the target's progress anyway (manual "
-        "progress: tcp;ofi_rxm), so that one in flight on a link that fails can be sent again; "
-        "0 never, 1 always (needs FI_MSG)",
+        "several rails, so that one in flight on a link that fails can be sent again; 0 never, "
+        "1 always (needs FI_MSG)",
         &c->emulate_atomics, OPAL_INFO_LVL_6, NULL);
 
     c->version = MCA_BTL_OFI_VERSION_STRING;

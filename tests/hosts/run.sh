@@ -154,9 +154,8 @@ list_cases() {
             echo "rails:${prov//;/+}:cut$l:put"
             ((l == 0)) && echo "rails:${prov//;/+}:cut$l:msg"
             ((l == 1 || full)) && echo "rails:${prov//;/+}:cut$l:send"
-            # atomics as messages with several rails (not sockets, whose
-            # own atomics cannot be sent again: see README, Known limits)
-            [[ $prov != sockets ]] && ((l == 0 || full)) && echo "rails:${prov//;/+}:cut$l:amo"
+            # several rails carry atomics as messages (see README, Rails)
+            ((l == 0 || full)) && echo "rails:${prov//;/+}:cut$l:amo"
         done
     done
 }
