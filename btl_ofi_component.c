@@ -240,8 +240,9 @@ static int mca_btl_ofi_component_register(void)
     c->rail_split_size = 256 * 1024;
     (void) mca_base_component_var_register(
         &c->super.btl_version, "rail_split_size",
-        "Puts and gets of at least this many bytes are split in equal parts over every rail "
-        "that reaches the peer (osc/rdma drives one module; ob1 spreads its own transfers "
+        "Puts and gets of at least this many bytes are split over every rail that "
+        "reaches the peer, in proportion to the rails' bandwidths (osc/rdma drives one module; ob1 "
+        "spreads its own transfers "
         "too). 0: never split. Default 256 KiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->rail_split_size);
@@ -1006,6 +1007,114 @@ static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_i
     }
 }
 
+/* Whether the user set a variable of ours (command line, environment,
+ * file) rather than leaving its default. */
+static bool mca_btl_ofi_var_set(const char *name)
+{
+    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+    int idx = mca_base_var_find("opal", "btl", "ofi", name);
+
+    return idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, NULL, &source, NULL)
+           && MCA_BASE_VAR_SOURCE_DEFAULT != source;
+}
+
+/* The speed of a rail's link in MB/s, or 0 when nobody says: the
+ * provider's own report (fi_nic; none of Debian 12's providers fills it)
+ * first, else the kernel's for the interface. */
+static unsigned int mca_btl_ofi_link_speed(const struct fi_info *info, const char *iface,
+                                           const char **from)
+{
+    char path[64 + IF_NAMESIZE];
+    long mbit = 0;
+    FILE *f;
+
+    if (NULL != info->nic && NULL != info->nic->link_attr && info->nic->link_attr->speed > 0) {
+        *from = "reported by the provider";
+        return (unsigned int) (info->nic->link_attr->speed / 8000000 > 0
+                                   ? info->nic->link_attr->speed / 8000000
+                                   : 1);
+    }
+    if (NULL == iface) {
+        return 0;
+    }
+    /* Mbit/s; unknown or down reads -1 or fails (the loopback has none) */
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", iface);
+    f = fopen(path, "r");
+    if (NULL == f) {
+        return 0;
+    }
+    if (1 != fscanf(f, "%ld", &mbit) || mbit <= 0) {
+        mbit = 0;
+    }
+    fclose(f);
+    *from = "the interface's speed";
+    return (unsigned int) ((mbit + 7) / 8);
+}
+
+/*
+ * A rail's bandwidth (MB/s) and latency: what ob1 weighs the modules to a
+ * peer by, and what the parts of a split put or get are sized by. Set
+ * per interface by btl_ofi_bandwidth_IF and btl_ofi_latency_IF, as
+ * btl/tcp's; their defaults are btl_ofi_bandwidth and btl_ofi_latency
+ * where the user set those, else the link speed the provider or the
+ * kernel reports (no provider reports a latency: the default stands).
+ */
+static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi_info *info,
+                                   const char *iface)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    const char *bw_from = "btl_ofi_bandwidth", *lat_from = "btl_ofi_latency";
+    unsigned int *bw = &c->rail_bandwidth[module->rail], *lat = &c->rail_latency[module->rail];
+    char name[32 + IF_NAMESIZE];
+
+    *bw = module->super.btl_bandwidth;
+    *lat = module->super.btl_latency;
+    if (!mca_btl_ofi_var_set("bandwidth")) {
+        unsigned int speed = mca_btl_ofi_link_speed(info, iface, &bw_from);
+
+        if (speed > 0) {
+            *bw = speed;
+        } else {
+            bw_from = "default: no link speed known";
+        }
+    }
+    if (!mca_btl_ofi_var_set("latency")) {
+        lat_from = "default";
+    }
+    if (NULL != iface) {
+        snprintf(name, sizeof(name), "bandwidth_%s", iface);
+        (void) mca_base_component_var_register(
+            &c->super.btl_version, name,
+            "Bandwidth (MB/s) of the rail on this interface: ob1 spreads messages and a split "
+            "put or get its parts over the rails in proportion (default: btl_ofi_bandwidth if "
+            "set, else the link speed the provider or the kernel reports)",
+            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+            MCA_BASE_VAR_SCOPE_READONLY, bw);
+        if (mca_btl_ofi_var_set(name)) {
+            bw_from = "btl_ofi_bandwidth_IF";
+        }
+        snprintf(name, sizeof(name), "latency_%s", iface);
+        (void) mca_base_component_var_register(
+            &c->super.btl_version, name,
+            "Latency of the rail on this interface, relative: ob1 sends a message's first "
+            "fragment on the rail of least latency (default: btl_ofi_latency)",
+            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+            MCA_BASE_VAR_SCOPE_READONLY, lat);
+        if (mca_btl_ofi_var_set(name)) {
+            lat_from = "btl_ofi_latency_IF";
+        }
+    }
+    if (0 == *bw) {
+        /* a zero weight would divide by zero in ob1 and in the split */
+        *bw = 1;
+    }
+    module->super.btl_bandwidth = *bw;
+    module->super.btl_latency = *lat;
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                        "rail %d (interface %s): bandwidth %u MB/s (%s), latency %u (%s)",
+                        module->rail, NULL != iface ? iface : "none", *bw, bw_from, *lat, lat_from);
+}
+
 /* --------------------------------------------------------------- init */
 
 static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
@@ -1153,6 +1262,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         taken[ntaken++] = module;
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "candidate %s domain %s: taken (rail %d)",
                             prov, dom, ntaken - 1);
+        mca_btl_ofi_rail_speed(module, info, iface);
     }
 
     if (0 == ntaken) {

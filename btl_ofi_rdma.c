@@ -226,8 +226,9 @@ mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_compl
 }
 
 /*
- * A large put or get split in equal page-aligned parts over every rail
- * that reaches the peer (this one among them). The whole counts as one
+ * A large put or get split in page-aligned parts over every rail that
+ * reaches the peer (this one among them), each part in proportion to its
+ * rail's bandwidth (equal rails, equal parts). The whole counts as one
  * operation of the caller's rail, finished when the last part is: a flush
  * of that rail waits for every part, each remotely complete on its own
  * rail. OPAL_ERR_NOT_AVAILABLE: fewer than two rails reach the peer.
@@ -245,8 +246,9 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     mca_btl_ofi_context_t *ctxs[MCA_BTL_OFI_MAX_RAILS];
     mca_btl_ofi_endpoint_t *eps[MCA_BTL_OFI_MAX_RAILS];
     mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
-    size_t chunk, offs[MCA_BTL_OFI_MAX_RAILS], lens[MCA_BTL_OFI_MAX_RAILS], off = 0;
-    int n = 0, i;
+    size_t offs[MCA_BTL_OFI_MAX_RAILS], lens[MCA_BTL_OFI_MAX_RAILS], off = 0;
+    double total = 0;
+    int n = 0, m = 0, i;
 
     for (int r = 0; r < c->num_modules; ++r) {
         mca_btl_ofi_module_t *rail = c->modules[r];
@@ -259,25 +261,43 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
         if (NULL != peer && !peer->dead && !peer->lost && NULL == peer->detour) {
             rails[n] = rail;
             eps[n++] = peer;
+            total += rail->super.btl_bandwidth; /* at least 1 (mca_btl_ofi_rail_speed) */
         }
     }
     if (n < 2) {
         return OPAL_ERR_NOT_AVAILABLE;
     }
+    /* the parts, rails whose share rounds down to nothing left out; the
+     * last rail takes the rest */
+    for (int r = 0; r < n && off < size; ++r) {
+        size_t len = r == n - 1 ? size - off
+                                : (size_t) ((double) size * rails[r]->super.btl_bandwidth / total)
+                                      & ~(size_t) 4095;
+
+        if (len > size - off) {
+            len = size - off;
+        }
+        if (0 == len) {
+            continue;
+        }
+        rails[m] = rails[r];
+        eps[m] = eps[r];
+        offs[m] = off;
+        lens[m++] = len;
+        off += len;
+    }
+    n = m;
     whole = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
                                          local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == whole)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    chunk = (size / (size_t) n + 4095) & ~(size_t) 4095;
-    for (i = 0; i < n && off < size; ++i) {
+    for (i = 0; i < n; ++i) {
         ctxs[i] = rails[i] == module ? context : mca_btl_ofi_context_get(rails[i]);
-        offs[i] = off;
-        lens[i] = size - off < chunk ? size - off : chunk;
         /* the local region is registered in the caller's rail only; no
          * provider we take needs a local descriptor (FI_MR_LOCAL) */
         parts[i] = mca_btl_ofi_completion_alloc(
-            &rails[i]->super, ctxs[i], eps[i], (char *) local_address + off,
+            &rails[i]->super, ctxs[i], eps[i], (char *) local_address + offs[i],
             rails[i] == module ? local_handle : NULL, mca_btl_ofi_part_done, whole, NULL);
         if (OPAL_UNLIKELY(NULL == parts[i])) {
             while (i-- > 0) {
@@ -286,9 +306,7 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
             opal_free_list_return(&context->completions, &whole->super);
             return OPAL_ERR_OUT_OF_RESOURCE;
         }
-        off += lens[i];
     }
-    n = i;
     whole->parts_left = n;
     whole->parts_status = OPAL_SUCCESS;
     /* the whole counts for flush on its context; each part counts for its

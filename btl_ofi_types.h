@@ -371,6 +371,10 @@ typedef struct mca_btl_ofi_component_t {
 
     int max_rails;          /* modules (one per interface) at most */
     size_t rail_split_size; /* puts and gets from this size are split over the rails */
+    /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
+     * (registered at init, when the rails' interfaces are known) */
+    unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];
+    unsigned int rail_latency[MCA_BTL_OFI_MAX_RAILS];
     int num_modules;
     mca_btl_ofi_module_t *modules[MCA_BTL_OFI_MAX_RAILS];
     /* the context when there is one module with one context (the common

@@ -54,7 +54,11 @@
 #                            default): both rails taken, each link at least
 #                            30 % of the bytes (osc/rdma drives one module,
 #                            which splits puts of 256 KiB and more over the
-#                            rails; ob1's RDMA transfers split the same way);
+#                            rails; ob1's RDMA transfers split the same way)
+#                            and the verbose output must show each rail's
+#                            bandwidth taken from its veth's speed;
+#                            weighted: btl_ofi_bandwidth_rail0 3000 and
+#                            _rail1 1000, rail0 must carry 65 to 85 %;
 #                            cut0, cut1 (MODE put, send of 4 MiB, msg:
 #                            sends of 1 KiB, amo: fetch-and-adds): both
 #                            rails streaming (for 25 s, each transfer
@@ -70,9 +74,10 @@
 #                            must end within 30 s and name h2 (rank: and
 #                            the dead rank)
 # Matrix: PROV in tcp;ofi_rxm, sockets, udp;ofi_rxd; lost ranks and lost
-# hosts (killed, cut off); busy on tcp;ofi_rxm; rails all and include on every
-# provider, exclude and one on tcp;ofi_rxm. BTL_OFI_FULL=1 adds busy on
-# every provider and rails exclude and one on every provider.
+# hosts (killed, cut off); busy on tcp;ofi_rxm; rails all, include and
+# weighted put on every provider, exclude, one and weighted send on
+# tcp;ofi_rxm. BTL_OFI_FULL=1 adds busy on every provider and rails
+# exclude, one and weighted send on every provider.
 #
 # Environment: PROVIDERS (default the three network providers),
 # BTL_OFI_TEST_TIMEOUT (seconds per job, default 300). Needs root; the
@@ -145,6 +150,9 @@ list_cases() {
         done
         echo "rails:${prov//;/+}:all:send"
         echo "rails:${prov//;/+}:all:put"
+        # rails of unequal bandwidth: parts and messages in proportion
+        echo "rails:${prov//;/+}:weighted:put"
+        [[ $prov == "tcp;ofi_rxm" || $full == 1 ]] && echo "rails:${prov//;/+}:weighted:send"
         # one of the two links cut while both carry traffic (see
         # run_rails_cut); 4 MiB sends with link 0 cut only with
         # BTL_OFI_FULL=1. ob1 carries its eager messages on one of the
@@ -417,6 +425,7 @@ run_rails() { # label prov policy mode log t0
     include) sel=(--mca btl_ofi_if_include 10.77.1.0/24) ;;
     exclude) sel=(--mca btl_ofi_if_exclude rail0) ;;
     one) sel=(--mca btl_ofi_max_rails 1) ;;
+    weighted) sel=(--mca btl_ofi_bandwidth_rail0 3000 --mca btl_ofi_bandwidth_rail1 1000) ;;
     all) sel=() ;;
     esac
     before=$(rail_bytes)
@@ -442,13 +451,22 @@ run_rails() { # label prov policy mode log t0
         share=$(awk -v a="$r0" -v b="$r1" 'BEGIN { printf "%.2f", (a + b) ? 100 * a / (a + b) : 100 }')
         ;;
     all)
+        # both rails taken on both hosts, each weighed by the speed the
+        # kernel reports for its veth (10000 Mbit/s)
         refused=$(grep -c -E "candidate [^ ]+ domain rail[01] \(interface rail[01], 10\.77\.[01]\.[0-9]+\): taken \(rail [01]\)" "$log")
+        ((refused >= 4)) || refused=""
+        (($(grep -c -E "rail [01] \(interface rail[01]\): bandwidth 1250 MB/s \(the interface's speed\)" "$log") >= 4)) || refused=""
+        ;;
+    weighted)
+        refused=$(grep -c -E "rail [01] \(interface rail(0\): bandwidth 3000|1\): bandwidth 1000) MB/s \(btl_ofi_bandwidth_IF\)" "$log")
         ((refused >= 4)) || refused=""
         ;;
     esac
     if ((rc == 0)) && [[ -z $refused ]]; then
         report FAIL "$label" $((SECONDS - t0)) "no verbose line showing the rails chosen as asked ($pol)" "$log"
-    elif ((rc == 0)) && [[ $pol != all ]] && awk -v s="$share" 'BEGIN { exit !(s >= 1) }'; then
+    elif ((rc == 0)) && [[ $pol == weighted ]] && awk -v s="$share" 'BEGIN { exit !(s < 65 || s > 85) }'; then
+        report FAIL "$label" $((SECONDS - t0)) "rail0, weighed 3 to 1, carried $share % of the bytes ($r0 of $((r0 + r1))): it must carry 65 to 85 %" "$log"
+    elif ((rc == 0)) && [[ $pol != all && $pol != weighted ]] && awk -v s="$share" 'BEGIN { exit !(s >= 1) }'; then
         report FAIL "$label" $((SECONDS - t0)) "the idle link carried $share % of the bytes ($r0 of $((r0 + r1))): the selection was not honoured" "$log"
     elif ((rc == 0)) && [[ $pol == all ]] && awk -v s="$share" 'BEGIN { exit !(s < 30 || s > 70) }'; then
         report FAIL "$label" $((SECONDS - t0)) "rail0 carried $share % of the bytes ($r0 of $((r0 + r1))): each link must carry at least 30 %" "$log"
