@@ -101,6 +101,10 @@ enum {
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 
+/* Whether the user left the variable btl_ofi_<name> at its default (a
+ * variable not registered counts as set). */
+bool mca_btl_ofi_param_is_default(const char *name);
+
 /* component */
 int mca_btl_ofi_component_progress(void);
 /** Progress every context of every module once; CHECK: look at the peers

@@ -1007,17 +1007,6 @@ static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_i
     }
 }
 
-/* Whether the user set a variable of ours (command line, environment,
- * file) rather than leaving its default. */
-static bool mca_btl_ofi_var_set(const char *name)
-{
-    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
-    int idx = mca_base_var_find("opal", "btl", "ofi", name);
-
-    return idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, NULL, &source, NULL)
-           && MCA_BASE_VAR_SOURCE_DEFAULT != source;
-}
-
 /* The speed of a rail's link in MB/s, or 0 when nobody says: the
  * provider's own report (fi_nic; none of Debian 12's providers fills it)
  * first, else the kernel's for the interface. */
@@ -1069,7 +1058,7 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
 
     *bw = module->super.btl_bandwidth;
     *lat = module->super.btl_latency;
-    if (!mca_btl_ofi_var_set("bandwidth")) {
+    if (mca_btl_ofi_param_is_default("bandwidth")) {
         unsigned int speed = mca_btl_ofi_link_speed(info, iface, &bw_from);
 
         if (speed > 0) {
@@ -1078,7 +1067,7 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
             bw_from = "default: no link speed known";
         }
     }
-    if (!mca_btl_ofi_var_set("latency")) {
+    if (mca_btl_ofi_param_is_default("latency")) {
         lat_from = "default";
     }
     if (NULL != iface) {
@@ -1090,7 +1079,7 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
             "set, else the link speed the provider or the kernel reports)",
             MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
             MCA_BASE_VAR_SCOPE_READONLY, bw);
-        if (mca_btl_ofi_var_set(name)) {
+        if (!mca_btl_ofi_param_is_default(name)) {
             bw_from = "btl_ofi_bandwidth_IF";
         }
         snprintf(name, sizeof(name), "latency_%s", iface);
@@ -1100,7 +1089,7 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
             "fragment on the rail of least latency (default: btl_ofi_latency)",
             MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
             MCA_BASE_VAR_SCOPE_READONLY, lat);
-        if (mca_btl_ofi_var_set(name)) {
+        if (!mca_btl_ofi_param_is_default(name)) {
             lat_from = "btl_ofi_latency_IF";
         }
     }

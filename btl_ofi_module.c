@@ -612,8 +612,7 @@ static const struct {
     {"udp;ofi_rxd", 65536, 8192, 65536},
 };
 
-/* Whether the user left btl_ofi_<name> at its default. */
-static bool mca_btl_ofi_param_is_default(const char *name)
+bool mca_btl_ofi_param_is_default(const char *name)
 {
     const mca_base_var_t *var = NULL;
     int idx = mca_base_var_find("opal", "btl", "ofi", name);
