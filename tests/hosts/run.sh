@@ -26,7 +26,9 @@
 #                            btl; the other cases set BTL_OFI_NO_DYNAMIC=1
 #                            so putget and canary leave dynamic windows out
 #   twosided:PROV:PROG       tests/twosided PROG (pingpong get, flood,
-#                            mixed, late) with btl ofi,self
+#                            mixed, late) with btl ofi,self (late on
+#                            udp;ofi_rxd over sends only, said in the
+#                            result: README, Providers, note 3)
 #   threads:PROV             tests/threads/mt: MPI_THREAD_MULTIPLE, 4
 #                            threads per rank, 2 contexts, one- and
 #                            two-sided traffic across the hosts
@@ -603,8 +605,16 @@ run_case() {
         [[ $a == pingpong ]] && args=(-proto get -max 1m)
         [[ $a == flood ]] && args=(-n 600)
         [[ $a == late ]] && args=(-n 150 -r 2)
-        hosts_job "$log" "$test_timeout" ofi,self "$prov" "$bindir/$a" "${args[@]}"
-        judge_job "$label" "$log" $? "$a" "$t0"
+        local -a sel=()
+        local said=""
+        if [[ $a == late && $prov == "udp;ofi_rxd" ]]; then
+            # rxd's RMA loses data when a flooded receiver's socket drops
+            # datagrams (README, Providers, note 3): ob1 over sends only
+            sel=(--mca btl_ofi_flags send,atomics,fetching-atomics,rdma-flush)
+            said="ob1 over sends only (btl_ofi_flags without put and get: rxd's RMA loses data under a flood, README note 3)"
+        fi
+        hosts_job "$log" "$test_timeout" ofi,self "$prov" "${sel[@]}" "$bindir/$a" "${args[@]}"
+        judge_job "$label" "$log" $? "$a" "$t0" "$said"
         ;;
     threads)
         compile mt >>"$log" || { report FAIL "$label" 0 "compiling mt failed" "$log"; return; }
