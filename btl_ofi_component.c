@@ -240,10 +240,9 @@ static int mca_btl_ofi_component_register(void)
     c->rail_split_size = 256 * 1024;
     (void) mca_base_component_var_register(
         &c->super.btl_version, "rail_split_size",
-        "Puts and gets of at least this many bytes are split over every rail that "
-        "reaches the peer, in proportion to the rails' bandwidths (osc/rdma drives one module; ob1 "
-        "spreads its own transfers "
-        "too). 0: never split. Default 256 KiB",
+        "Puts and gets of at least this many bytes are split over every rail that reaches "
+        "the peer, in proportion to the rails' bandwidths (osc/rdma drives one module; ob1 "
+        "spreads its own transfers too). 0: never split. Default 256 KiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->rail_split_size);
 
@@ -1018,10 +1017,10 @@ static unsigned int mca_btl_ofi_link_speed(const struct fi_info *info, const cha
     FILE *f;
 
     if (NULL != info->nic && NULL != info->nic->link_attr && info->nic->link_attr->speed > 0) {
+        size_t mbytes = info->nic->link_attr->speed / 8000000; /* bit/s */
+
         *from = "reported by the provider";
-        return (unsigned int) (info->nic->link_attr->speed / 8000000 > 0
-                                   ? info->nic->link_attr->speed / 8000000
-                                   : 1);
+        return (unsigned int) (mbytes > 0 ? mbytes : 1);
     }
     if (NULL == iface) {
         return 0;
@@ -1040,6 +1039,20 @@ static unsigned int mca_btl_ofi_link_speed(const struct fi_info *info, const cha
     return (unsigned int) ((mbit + 7) / 8);
 }
 
+/* Registers btl_ofi_WHAT_IFACE, a rail's own value of btl_ofi_WHAT, with
+ * `value' (holding its default) as storage; true when the user set it. */
+static bool mca_btl_ofi_rail_var(const char *what, const char *iface, const char *help,
+                                 unsigned int *value)
+{
+    char name[32 + IF_NAMESIZE];
+
+    snprintf(name, sizeof(name), "%s_%s", what, iface);
+    (void) mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
+                                           MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
+                                           OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, value);
+    return !mca_btl_ofi_param_is_default(name);
+}
+
 /*
  * A rail's bandwidth (MB/s) and latency: what ob1 weighs the modules to a
  * peer by, and what the parts of a split put or get are sized by. Set
@@ -1054,7 +1067,7 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     const char *bw_from = "btl_ofi_bandwidth", *lat_from = "btl_ofi_latency";
     unsigned int *bw = &c->rail_bandwidth[module->rail], *lat = &c->rail_latency[module->rail];
-    char name[32 + IF_NAMESIZE];
+    char bw_param[32 + IF_NAMESIZE] = "btl_ofi_bandwidth";
 
     *bw = module->super.btl_bandwidth;
     *lat = module->super.btl_latency;
@@ -1070,31 +1083,28 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
     if (mca_btl_ofi_param_is_default("latency")) {
         lat_from = "default";
     }
-    if (NULL != iface) {
-        snprintf(name, sizeof(name), "bandwidth_%s", iface);
-        (void) mca_base_component_var_register(
-            &c->super.btl_version, name,
-            "Bandwidth (MB/s) of the rail on this interface: ob1 spreads messages and a split "
-            "put or get its parts over the rails in proportion (default: btl_ofi_bandwidth if "
-            "set, else the link speed the provider or the kernel reports)",
-            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
-            MCA_BASE_VAR_SCOPE_READONLY, bw);
-        if (!mca_btl_ofi_param_is_default(name)) {
-            bw_from = "btl_ofi_bandwidth_IF";
-        }
-        snprintf(name, sizeof(name), "latency_%s", iface);
-        (void) mca_base_component_var_register(
-            &c->super.btl_version, name,
-            "Latency of the rail on this interface, relative: ob1 sends a message's first "
-            "fragment on the rail of least latency (default: btl_ofi_latency)",
-            MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
-            MCA_BASE_VAR_SCOPE_READONLY, lat);
-        if (!mca_btl_ofi_param_is_default(name)) {
-            lat_from = "btl_ofi_latency_IF";
-        }
+    if (NULL != iface
+        && mca_btl_ofi_rail_var("bandwidth", iface,
+                                "Bandwidth (MB/s) of the rail on this interface: ob1 spreads "
+                                "messages and a split put or get its parts over the rails in "
+                                "proportion (default: btl_ofi_bandwidth if set, else the link "
+                                "speed the provider or the kernel reports)",
+                                bw)) {
+        bw_from = "btl_ofi_bandwidth_IF";
+        snprintf(bw_param, sizeof(bw_param), "btl_ofi_bandwidth_%s", iface);
+    }
+    if (NULL != iface
+        && mca_btl_ofi_rail_var("latency", iface,
+                                "Latency of the rail on this interface, relative: ob1 sends a "
+                                "message's first fragment on the rail of least latency (default: "
+                                "btl_ofi_latency)",
+                                lat)) {
+        lat_from = "btl_ofi_latency_IF";
     }
     if (0 == *bw) {
         /* a zero weight would divide by zero in ob1 and in the split */
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, opal_process_info.nodename,
+                       bw_param, 0, "at least 1 (MB/s)", 1);
         *bw = 1;
     }
     module->super.btl_bandwidth = *bw;

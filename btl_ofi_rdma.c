@@ -267,16 +267,14 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     if (n < 2) {
         return OPAL_ERR_NOT_AVAILABLE;
     }
-    /* the parts, rails whose share rounds down to nothing left out; the
-     * last rail takes the rest */
-    for (int r = 0; r < n && off < size; ++r) {
+    /* the parts, page-aligned shares rounded down (so never past the
+     * end), rails whose share rounds to nothing left out; the last rail
+     * takes the rest, never nothing as its own share was rounded off */
+    for (int r = 0; r < n; ++r) {
         size_t len = r == n - 1 ? size - off
                                 : (size_t) ((double) size * rails[r]->super.btl_bandwidth / total)
                                       & ~(size_t) 4095;
 
-        if (len > size - off) {
-            len = size - off;
-        }
         if (0 == len) {
             continue;
         }

@@ -64,6 +64,9 @@ cases=(
     "if_include_unknown|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_if_include nosuchif0|nosuchif0;no interface of that name;no usable libfabric provider|aside"
     "if_include_bad_subnet|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_if_include 10.1/8,lo|10.1/8;not a subnet in CIDR notation|run:tcp;ofi_rxm"
     "if_exclude_every|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_if_exclude 0.0.0.0/0,::/0|btl_ofi_if_exclude: *0.0.0.0/0;no usable libfabric provider|aside"
+    "bandwidth_0|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 0|Parameter: *btl_ofi_bandwidth\$;rail 0 \\(interface lo\\): bandwidth 1 MB/s \\(btl_ofi_bandwidth\\)|run:sockets"
+    "bandwidth_if_0|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 777 --mca btl_ofi_bandwidth_lo 0 --mca btl_ofi_latency_lo 4|Parameter: *btl_ofi_bandwidth_lo;rail 0 \\(interface lo\\): bandwidth 1 MB/s \\(btl_ofi_bandwidth_IF\\), latency 4 \\(btl_ofi_latency_IF\\)|run:sockets"
+    "bandwidth_all|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 777 --mca btl_ofi_latency 3|rail 0 \\(interface lo\\): bandwidth 777 MB/s \\(btl_ofi_bandwidth\\), latency 3 \\(btl_ofi_latency\\)|run:sockets"
 )
 
 # The pattern field may itself contain '|' (alternatives), so split from

@@ -605,16 +605,9 @@ run_case() {
         [[ $a == pingpong ]] && args=(-proto get -max 1m)
         [[ $a == flood ]] && args=(-n 600)
         [[ $a == late ]] && args=(-n 150 -r 2)
-        local -a sel=()
-        local said=""
-        if [[ $a == late && $prov == "udp;ofi_rxd" ]]; then
-            # rxd's RMA loses data when a flooded receiver's socket drops
-            # datagrams (README, Providers, note 3): ob1 over sends only
-            sel=(--mca btl_ofi_flags send,atomics,fetching-atomics,rdma-flush)
-            said="ob1 over sends only (btl_ofi_flags without put and get: rxd's RMA loses data under a flood, README note 3)"
-        fi
-        hosts_job "$log" "$test_timeout" ofi,self "$prov" "${sel[@]}" "$bindir/$a" "${args[@]}"
-        judge_job "$label" "$log" $? "$a" "$t0" "$said"
+        flood_selection "$([[ $a == late ]] && echo "$prov")"
+        hosts_job "$log" "$test_timeout" ofi,self "$prov" "${FLOOD_SEL[@]}" "$bindir/$a" "${args[@]}"
+        judge_job "$label" "$log" $? "$a" "$t0" "$FLOOD_SAID"
         ;;
     threads)
         compile mt >>"$log" || { report FAIL "$label" 0 "compiling mt failed" "$log"; return; }

@@ -213,12 +213,10 @@ run_case() {
         ;;
     flood | coll | match | mixed | late)
         local said=""
-        if [[ $group == late && $prov == "udp;ofi_rxd" ]]; then
-            # a flooded receiver drops datagrams; rxd's fi_read then
-            # completes without all its data and its puts stall (README,
-            # Providers, note 3): ob1 must carry this flood by sends
-            sel+=(--mca btl_ofi_flags "$(flags_without put,get)")
-            said="ob1 over sends only (btl_ofi_flags without put and get: rxd's RMA loses data under a flood, README note 3); "
+        if [[ $group == late ]]; then
+            flood_selection "$prov"
+            sel+=("${FLOOD_SEL[@]}")
+            said=${FLOOD_SAID:+$FLOOD_SAID; }
         fi
         BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" "$ofirun" -np "$a" --oversubscribe \
             "${sel[@]}" "$bindir/$group"
