@@ -98,6 +98,10 @@ enum {
     /* an endpoint with a link that failed cannot be closed (the provider
      * crashes flushing it): left open at exit */
     MCA_BTL_OFI_QUIRK_CLOSE_FAILED = 0x10,
+    /* a read or write longer than one datagram, to or from a process whose
+     * socket drops datagrams (flooded), completes with only its first 120
+     * bytes in place, or never: puts and gets go as one-datagram messages */
+    MCA_BTL_OFI_QUIRK_RMA = 0x20,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 

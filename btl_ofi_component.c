@@ -370,6 +370,14 @@ static int mca_btl_ofi_component_register(void)
         "1 always (needs FI_MSG)",
         &c->emulate_atomics, OPAL_INFO_LVL_6, NULL);
 
+    c->emulate_rma = -1;
+    (void) mca_btl_ofi_reg_int(
+        "emulate_rma",
+        "Carry puts and gets as messages the target copies in or answers from its progress "
+        "loop, in pieces of one message, instead of the provider's RMA: -1 where the "
+        "provider's loses data (udp;ofi_rxd), 0 never, 1 always (needs FI_MSG)",
+        &c->emulate_rma, OPAL_INFO_LVL_6, NULL);
+
     c->version = MCA_BTL_OFI_VERSION_STRING;
     (void) mca_btl_ofi_reg_string("version", "Version of this btl/ofi component (read-only)",
                                   &c->version, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
@@ -474,7 +482,8 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
 {
     if (NULL != strstr(prov_name, "ofi_rxd")) {
         return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
-               | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT;
+               | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT
+               | MCA_BTL_OFI_QUIRK_RMA;
     }
     if (NULL != strstr(prov_name, "ofi_rxm")) {
         return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
@@ -518,6 +527,16 @@ static void mca_btl_ofi_check_params(void)
     }
     if (0 == c->rail_split_size) {
         c->rail_split_size = SIZE_MAX; /* never */
+    }
+    if (c->emulate_atomics < -1 || c->emulate_atomics > 1) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_emulate_atomics",
+                       c->emulate_atomics, "-1 (where needed), 0 or 1", -1);
+        c->emulate_atomics = -1;
+    }
+    if (c->emulate_rma < -1 || c->emulate_rma > 1) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_emulate_rma",
+                       c->emulate_rma, "-1 (where needed), 0 or 1", -1);
+        c->emulate_rma = -1;
     }
     if (c->max_rails < 1 || c->max_rails > MCA_BTL_OFI_MAX_RAILS) {
         int use = c->max_rails < 1 ? 1 : MCA_BTL_OFI_MAX_RAILS;
@@ -1213,12 +1232,14 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                 prov, dom, why);
             continue;
         }
-        /* messages carry two-sided traffic and emulated atomics */
-        extra = (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode || 1 == c->emulate_atomics
-                 || (0 > c->emulate_atomics
-                     && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS)))
-                    ? FI_MSG
-                    : 0;
+        /* messages carry two-sided traffic, emulated atomics and RMA */
+        extra =
+            (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode || 1 == c->emulate_atomics || 1 == c->emulate_rma
+             || (0 > c->emulate_atomics
+                 && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS))
+             || (0 > c->emulate_rma && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_RMA)))
+                ? FI_MSG
+                : 0;
         mine = NULL;
         if ((extra & FI_MSG) && c->multi_recv_size > 0) {
             /* pack messages into few big buffers where the provider can */

@@ -52,6 +52,8 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->told = false;
     OBJ_CONSTRUCT(&endpoint->seq_lock, opal_mutex_t);
     OBJ_CONSTRUCT(&endpoint->unacked, opal_list_t);
+    endpoint->emu_credits = MCA_BTL_OFI_EMU_WINDOW;
+    OBJ_CONSTRUCT(&endpoint->emu_waiting, opal_list_t);
     endpoint->tx_seq = 0;
     endpoint->tx_acked = 0;
     endpoint->live_fd = -1;
@@ -70,6 +72,7 @@ static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
     while (NULL != opal_list_remove_first(&endpoint->unacked)) {
     }
     OBJ_DESTRUCT(&endpoint->unacked);
+    OBJ_DESTRUCT(&endpoint->emu_waiting);
     OBJ_DESTRUCT(&endpoint->seq_lock);
 }
 

@@ -8,6 +8,7 @@
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_rdma.h"
 
 #include "opal/datatype/opal_convertor.h"
 
@@ -144,7 +145,8 @@ mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t *btl,
 static inline bool mca_btl_ofi_msg_numbered(int type)
 {
     return MCA_BTL_OFI_MSG_AM == type || MCA_BTL_OFI_MSG_AMO_REQ == type
-           || MCA_BTL_OFI_MSG_AMO_RESP == type;
+           || MCA_BTL_OFI_MSG_AMO_RESP == type || MCA_BTL_OFI_MSG_PUT == type
+           || MCA_BTL_OFI_MSG_GET == type || MCA_BTL_OFI_MSG_RMA_RESP == type;
 }
 
 /* fi_send of FRAG's LEN bytes with several rails (context lock held): a
@@ -259,6 +261,34 @@ static int mca_btl_ofi_frag_start(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
     mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     return OPAL_SUCCESS;
+}
+
+int mca_btl_ofi_msg_send_copy(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
+                              const void *head, size_t head_len, const void *data, size_t data_len)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_frag_t *frag;
+    int rc;
+
+    assert(head_len >= sizeof(mca_btl_ofi_msg_hdr_t) && head_len + data_len <= module->msg_size);
+    frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "out of memory for a message of %zu bytes to %s", head_len + data_len,
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(frag->hdr, head, head_len);
+    memcpy((char *) frag->hdr + head_len, data, data_len);
+    frag->segment.seg_len = head_len + data_len - sizeof(*frag->hdr);
+    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP; /* no callback: ours */
+    frag->endpoint = endpoint;
+    frag->context = context;
+    rc = mca_btl_ofi_frag_start(module, context, frag);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        opal_free_list_return(&module->frags, &frag->base.super); /* not posted */
+    }
+    return rc;
 }
 
 int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -979,6 +1009,13 @@ static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, si
         break;
     case MCA_BTL_OFI_MSG_AMO_RESP:
         mca_btl_ofi_amo_answer(context, msg, len);
+        break;
+    case MCA_BTL_OFI_MSG_PUT:
+    case MCA_BTL_OFI_MSG_GET:
+        mca_btl_ofi_rma_serve(context, msg, len);
+        break;
+    case MCA_BTL_OFI_MSG_RMA_RESP:
+        mca_btl_ofi_rma_answer(context, msg, len);
         break;
     case MCA_BTL_OFI_MSG_RAIL_CUT:
         mca_btl_ofi_rail_cut_heard(context, msg, len);

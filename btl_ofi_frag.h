@@ -16,7 +16,10 @@ enum {
     MCA_BTL_OFI_MSG_AMO_RESP = 2, /* emulated atomic: done, old value enclosed */
     MCA_BTL_OFI_MSG_AM = 3,       /* pml payload for the active-message tag in op */
     MCA_BTL_OFI_MSG_RAIL_CUT = 4, /* a link between a rail of the sender and one of ours is cut */
-    MCA_BTL_OFI_MSG_ACK = 5       /* numbered messages of one link arrived, up to a number */
+    MCA_BTL_OFI_MSG_ACK = 5,      /* numbered messages of one link arrived, up to a number */
+    MCA_BTL_OFI_MSG_PUT = 6,      /* emulated put: store the enclosed bytes */
+    MCA_BTL_OFI_MSG_GET = 7,      /* emulated get: send me these bytes */
+    MCA_BTL_OFI_MSG_RMA_RESP = 8  /* emulated put stored, or get's bytes enclosed */
 };
 
 /* hdr.rail of a message without a number */
@@ -58,6 +61,28 @@ typedef struct mca_btl_ofi_amo_resp_t {
     int32_t status; /* OPAL_SUCCESS or the error the target saw */
     uint32_t pad;
 } mca_btl_ofi_amo_resp_t;
+
+/* An emulated put or get (where the provider's RMA cannot be trusted):
+ * a put's bytes follow the header, one message per piece; a get is one
+ * message, answered with one response per piece. */
+typedef struct mca_btl_ofi_rma_msg_t {
+    mca_btl_ofi_msg_hdr_t hdr; /* RMA_RESP: op is MCA_BTL_OFI_MSG_GET when bytes follow */
+    uint64_t req_id;           /* origin's operation, echoed back untouched */
+    uint64_t addr;             /* target address (RESP: the request's, echoed) */
+    uint64_t key;              /* PUT, GET: registration the bytes must lie in */
+    uint64_t len;              /* bytes enclosed (PUT, RESP) or asked for (GET) */
+    int32_t status;            /* RESP: OPAL_SUCCESS or the error the target saw */
+    uint32_t pieces;           /* RESP: the messages of the window it accounts for */
+} mca_btl_ofi_rma_msg_t;
+
+/* Size of one emulated-RMA message where any message size works. */
+#define MCA_BTL_OFI_RMA_MSG_SIZE 16384
+
+/* Emulated-RMA messages that may be in flight to one peer: a put's pieces
+ * not yet answered, a get's pieces asked for and not yet arrived. More
+ * overrun the receiver's side of udp;ofi_rxd, which then loses messages
+ * it acknowledged (seen with a thousand in flight). */
+#define MCA_BTL_OFI_EMU_WINDOW 32
 
 /* The link between the sender's rail from_rail and the receiver's rail
  * `rail' is cut: the receiver's traffic to the sender leaves it too. */
@@ -126,6 +151,7 @@ typedef struct mca_btl_ofi_pending_t {
     ssize_t rc; /* what posting it gave, once taken off the list */
     union {
         mca_btl_ofi_amo_resp_t resp;
+        mca_btl_ofi_rma_msg_t rma;
         char bytes[sizeof(mca_btl_ofi_amo_req_t)];
     } msg;
 } mca_btl_ofi_pending_t;
@@ -179,6 +205,15 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
  * never be dropped. */
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len);
+
+/* Send HEAD (HEAD_LEN bytes, a header of ours) followed by DATA_LEN bytes
+ * from DATA in one message from a fragment of ours: posted now, or kept
+ * in order for progress to post when the queue is full, never dropped.
+ * OPAL_ERR_OUT_OF_RESOURCE when no fragment could be had, OPAL_ERR_UNREACH
+ * for a peer found gone; a message the provider refuses for good is
+ * reported here and counts as sent. */
+int mca_btl_ofi_msg_send_copy(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
+                              const void *head, size_t head_len, const void *data, size_t data_len);
 
 /* FROM's link (MODULE's rail) failed: post on TO (TO_MODULE's endpoint
  * for the same peer) every message for FROM that may not have arrived:

@@ -680,9 +680,25 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     module->amo_emulated =
         1 == component->emulate_atomics
         || (0 > component->emulate_atomics && (quirks & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS));
+    /* puts and gets too, where the provider's RMA loses data */
+    module->rma_emulated = 1 == component->emulate_rma
+                           || (0 > component->emulate_rma && (quirks & MCA_BTL_OFI_QUIRK_RMA));
     two_sided = MCA_BTL_OFI_MODE_ONE_SIDED != component->mode && (info->caps & FI_MSG);
-    module->messaging = module->amo_emulated || two_sided;
+    module->messaging = module->amo_emulated || module->rma_emulated || two_sided;
     module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
+    if (module->rma_emulated) {
+        /* one datagram where the provider cannot be trusted with more */
+        size_t whole = (quirks & MCA_BTL_OFI_QUIRK_ONE_SEGMENT) ? info->tx_attr->inject_size
+                                                                : MCA_BTL_OFI_RMA_MSG_SIZE;
+        whole = mca_btl_ofi_min(whole, info->ep_attr->max_msg_size);
+        if (whole < sizeof(mca_btl_ofi_rma_msg_t) + 64) {
+            whole = sizeof(mca_btl_ofi_rma_msg_t) + 64;
+        }
+        module->rma_chunk = whole - sizeof(mca_btl_ofi_rma_msg_t);
+        module->msg_size = mca_btl_ofi_max(module->msg_size, whole);
+        /* every put needs its completion object: it ends on the replies */
+        module->bare_limit = 0;
+    }
     if (two_sided) {
         mca_btl_ofi_provider_limits(module, info->fabric_attr->prov_name);
         module->super.btl_max_send_size =
@@ -726,10 +742,11 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
     /* 0: every message goes by fi_send from a descriptor */
     module->inject_size = (quirks & MCA_BTL_OFI_QUIRK_INJECT) ? 0 : info->tx_attr->inject_size;
-    if (module->amo_emulated && !(info->caps & FI_MSG)) {
+    if ((module->amo_emulated || module->rma_emulated) && !(info->caps & FI_MSG)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "provider %s domain %s: refused, emulated atomics need FI_MSG",
-                            info->fabric_attr->prov_name, info->domain_attr->name);
+                            "provider %s domain %s: refused, emulated %s need FI_MSG",
+                            info->fabric_attr->prov_name, info->domain_attr->name,
+                            module->rma_emulated ? "puts and gets" : "atomics");
         rc = OPAL_ERR_NOT_SUPPORTED;
         goto err_release_quiet;
     }
@@ -848,14 +865,21 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                         "provider %s domain %s: %d context(s) on %s, %s progress, mr_mode %s%s, "
-                        "key size %zu, atomic flags 0x%x%s",
+                        "key size %zu, atomic flags 0x%x%s%s",
                         info->fabric_attr->prov_name, info->domain_attr->name, count,
                         use_sep ? "a scalable endpoint" : "plain endpoints",
                         FI_PROGRESS_MANUAL == info->domain_attr->data_progress ? "manual" : "auto",
                         module->virt_addr ? "virtual addresses" : "offsets",
                         module->prov_key ? " with provider keys" : " with requested keys",
                         info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
-                        module->amo_emulated ? " (emulated by the target)" : "");
+                        module->amo_emulated ? " (emulated by the target)" : "",
+                        module->rma_emulated ? ", puts and gets as messages" : "");
+    if (module->rma_emulated) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "provider %s: puts and gets carried as messages of %zu data bytes "
+                            "(btl_ofi_emulate_rma)",
+                            info->fabric_attr->prov_name, module->rma_chunk);
+    }
     return OPAL_SUCCESS;
 
 err_release:

@@ -45,6 +45,12 @@ typedef struct mca_btl_ofi_completion_t {
     opal_list_item_t track_item;
     bool tracked;
     mca_btl_base_registration_handle_t *remote_handle;
+    /* an emulated put or get (module->rma_emulated): bytes no response
+     * covers yet, under the module lock; parked_size is the whole size and
+     * parts_status the first error a response reported */
+    size_t emu_left;
+    size_t emu_next; /* the first byte no message was sent for yet */
+    uint64_t emu_id; /* what its responses carry */
 } mca_btl_ofi_completion_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_completion_t);
 
@@ -308,6 +314,15 @@ mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *
     }
     return rc;
 }
+
+/** The target's side of an emulated put or get (a message of type
+ * MCA_BTL_OFI_MSG_PUT or _GET, LEN bytes at MSG): store the bytes, or
+ * send them, and answer. */
+void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+/** A response to an emulated put or get of ours (MCA_BTL_OFI_MSG_RMA_RESP):
+ * count its bytes, copy a get's in, complete the operation at the last. */
+void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 
 /** Send every put and get of FROM (an endpoint of MODULE) still in flight
  * or parked again on TO, the same peer's endpoint on TO_MODULE; returns

@@ -243,6 +243,11 @@ struct mca_btl_base_endpoint_t {
     uint32_t tx_seq;
     uint32_t tx_acked;
     opal_list_t unacked;
+    /* emulated puts and gets to it (module->rma_emulated): messages that
+     * may still be in flight without overrunning its receive side, and
+     * the operations waiting to send more, under the module lock */
+    int32_t emu_credits;
+    opal_list_t emu_waiting;
     /* our liveness connection to its listener (a peer on another host we
      * posted to), and how far it got (btl_ofi_endpoint.c) */
     int live_fd;
@@ -286,8 +291,9 @@ typedef struct mca_btl_ofi_module_t {
     opal_hash_table_t endpoints_by_proc;
     opal_hash_table_t endpoints_by_name; /* who sent an emulated atomic */
     opal_hash_table_t regs_by_key;       /* registrations peers may target */
-    /* emulated atomics in flight, by the id their reply carries: a reply is
-     * trusted only if its id is found here (never used as a pointer) */
+    /* emulated atomics, puts and gets in flight, by the id their replies
+     * carry: a reply is trusted only if its id is found here (never used
+     * as a pointer) */
     opal_hash_table_t amo_pending;
     uint64_t amo_next_id;
     /* numbered messages peers posted on this rail's links, by sender
@@ -299,6 +305,8 @@ typedef struct mca_btl_ofi_module_t {
      * two-sided traffic); msg_size is the size of one receive buffer */
     bool messaging;
     bool amo_emulated; /* atomics carried as messages, applied by the target */
+    bool rma_emulated; /* puts and gets carried as messages (btl_ofi_rdma.c) */
+    size_t rma_chunk;  /* data bytes one such message carries */
     size_t msg_size;
     size_t inject_size;
     int64_t tx_limit; /* operations in flight per context (tx queue size) */
@@ -357,6 +365,7 @@ typedef struct mca_btl_ofi_component_t {
     int progress_mode;
     int verbose;
     int emulate_atomics;
+    int emulate_rma;
     char *version;
 #if MCA_BTL_OFI_FAULT_INJECTION
     char *inject_fault;

@@ -38,19 +38,6 @@ provider_problem() { # prov [caps, default FI_RMA|FI_ATOMIC]
     fi
 }
 
-# The extra mpirun arguments of a case whose receiver is flooded (late),
-# in FLOOD_SEL, and what its result must say of them, in FLOOD_SAID:
-# udp;ofi_rxd's RMA loses data or stalls when a flooded process's socket
-# drops datagrams (README, Providers, note 3), so ob1 carries it by sends
-# only there; nothing changes on the other providers.
-flood_selection() { # prov
-    FLOOD_SEL=()
-    FLOOD_SAID=""
-    [[ $1 == "udp;ofi_rxd" ]] || return 0
-    FLOOD_SEL=(--mca btl_ofi_flags send,atomics,fetching-atomics,rdma-flush)
-    FLOOD_SAID="ob1 over sends only (btl_ofi_flags without put and get: rxd's RMA loses data under a flood, README note 3)"
-}
-
 build() { # name src [deps and flags...]
     local name=$1 src=$2 out=$bindir/$1 dep stale=0
     shift 2

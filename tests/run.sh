@@ -10,7 +10,9 @@
 #     lists `btl: ofi' as OUR component (Component v0.1.0);
 #  4. runs every MPI test for every provider and rank count through
 #     scripts/ofirun (timeout each), with BTL_OFI_EXPECT_PROVIDER set so
-#     the test checks which provider our component selected;
+#     the test checks which provider our component selected; then putget
+#     and canary with 4 ranks and btl_ofi_emulate_rma 1 on every provider
+#     but udp;ofi_rxd (which carries puts and gets as messages anyway);
 #  4b. twosided: the cases of tests/twosided/run.sh (pml ob1 over btl
 #     ofi,self only: ping-pong with each protocol forced, unexpected-message
 #     flood, collectives, matching/probe/cancel, one- and two-sided mixed),
@@ -217,21 +219,25 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-run_mpi_test() { # prov np test
-    local prov=$1 np=$2 t=$3
-    local label="$prov np=$np $t"
-    local log=$logdir/$t-${prov//;/+}-np$np.log
+run_mpi_test() { # prov np test [emulated]
+    local prov=$1 np=$2 t=$3 emu=${4:-}
+    local label="$prov np=$np $t${emu:+ (puts and gets as messages)}"
+    local log=$logdir/$t-${prov//;/+}-np$np${emu:+-emu}.log
     local t0=$SECONDS rc
+    local -a extra=()
+    # btl_ofi_emulate_rma 1: the message path udp;ofi_rxd takes by default,
+    # on a provider where it is not the default; verbose 5 says it was taken
+    [[ -n $emu ]] && extra=(--mca btl_ofi_emulate_rma 1 --mca btl_ofi_verbose 5)
     if [[ ! -x $bindir/$t ]]; then
         fail "$label" 0 "tests/bin/$t was not compiled"
         return
     fi
     {
         echo "\$ BTL_OFI_EXPECT_PROVIDER='$prov' timeout $test_timeout scripts/ofirun -np $np" \
-            "--mca btl_ofi_provider_include '$prov' tests/bin/$t"
+            "--mca btl_ofi_provider_include '$prov' ${extra[*]} tests/bin/$t"
     } >"$log"
     BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 15 "$test_timeout" \
-        "$ofirun" -np "$np" --mca btl_ofi_provider_include "$prov" "$bindir/$t" \
+        "$ofirun" -np "$np" --mca btl_ofi_provider_include "$prov" "${extra[@]}" "$bindir/$t" \
         </dev/null >>"$log" 2>&1
     rc=$?
     local secs=$((SECONDS - t0))
@@ -243,6 +249,8 @@ run_mpi_test() { # prov np test
         fail "$label" $secs "exit code $rc${what:+: $what}" "$log"
     elif ! grep -qx "OK $t" "$log"; then
         fail "$label" $secs "exit code 0 but no 'OK $t' line" "$log"
+    elif [[ -n $emu ]] && ! grep -q "puts and gets carried as messages" "$log"; then
+        fail "$label" $secs "btl_ofi_emulate_rma 1 given, but no rank said puts and gets were carried as messages" "$log"
     else
         pass "$label" $secs
     fi
@@ -274,6 +282,14 @@ if ((any_mpi)); then
                 run_mpi_test "$prov" "$np" "$t"
             done
         done
+        # the message path of puts and gets, forced where it is not the
+        # default (udp;ofi_rxd runs it above): larger pieces than rxd's
+        if [[ $prov != "udp;ofi_rxd" ]]; then
+            for t in putget canary; do
+                wanted "$t" || continue
+                run_mpi_test "$prov" 4 "$t" emulated
+            done
+        fi
     done
     group_done onesided $g0
 fi

@@ -15,11 +15,15 @@
  * result: every message is checked whatever the timing.
  *
  * Options: -n COUNT (messages per sender per round), -d MS (time away),
- * -r ROUNDS (default 3).
+ * -r ROUNDS (default 3), -size BYTES (every message this size instead of
+ * the classes: 1250 makes each one an RDMA get of a little more than one
+ * datagram on udp;ofi_rxd, the case where its own reads lost data).
  */
 #include "ts.h"
 
 #define MAXMSG (160 * 1024 + 64)
+
+static size_t fixed_size; /* -size: every message this size */
 
 /* the size classes, cycled per message and shifted per sender */
 static size_t msg_size(int src, long i)
@@ -27,6 +31,9 @@ static size_t msg_size(int src, long i)
     static const size_t base[] = {0,     1,     200,   1100,  1300,  2600,  4096, 9000,
                                   12280, 12300, 30000, 65000, 65600, 80000, 160 * 1024};
     const size_t n = sizeof(base) / sizeof(base[0]);
+    if (fixed_size > 0) {
+        return fixed_size;
+    }
     size_t s = base[(size_t) (i + src) % n];
     /* a few bytes more or less, so that no two senders' sizes line up */
     return s >= 16 ? s - (size_t) ((i + 3 * src) % 16) : s;
@@ -56,6 +63,8 @@ int main(int argc, char **argv)
     long away = (long) ts_arg_size(argc, argv, "-d", 1500);
     long rounds = (long) ts_arg_size(argc, argv, "-r", 3);
     CHECK(n >= 1 && n <= 100000, "-n %ld out of range", n);
+    fixed_size = ts_arg_size(argc, argv, "-size", 0);
+    CHECK(fixed_size <= MAXMSG, "-size %zu out of range", fixed_size);
 
     unsigned char *buf = ts_malloc(MAXMSG);
     long *next = calloc((size_t) tc_size, sizeof(long));

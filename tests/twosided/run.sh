@@ -40,19 +40,28 @@
 #                        every size class (segment-sized, eager, max_send,
 #                        rendezvous) while rank 0 computes outside MPI; the
 #                        providers' unexpected paths and retransmission
-#                        carry it all, every byte checked. On
-#                        udp;ofi_rxd with btl_ofi_flags without put and
-#                        get (ob1 over sends only), said in the result:
-#                        rxd's own RMA loses data or stalls when the
-#                        receiver's socket drops packets (README,
-#                        Providers, note 3)
+#                        carry it all, every byte checked
+#   lateget:PROV:NP      late with every message one size above the
+#                        provider's eager limit (1250 bytes on udp;ofi_rxd:
+#                        just over one datagram, 2000 per sender and round;
+#                        70000 elsewhere, 200), so each is an ob1 RDMA get
+#                        by the away receiver, whose socket drops packets
+#                        on udp;ofi_rxd (rxd's own reads then lost data:
+#                        README, Providers, note 3); rank 0's get count
+#                        must cover every message
+#   lateput:PROV:NP      the same with 70000-byte messages (100) and
+#                        btl_ofi_flags without get: ob1 writes each with
+#                        puts from the senders (rxd's own writes stalled
+#                        there); every sender's put count must cover its
+#                        messages
 #   jobs:PROV:COUNT      COUNT short jobs back to back (tests/bin/mixed
 #                        -rounds 2 on 2 ranks: init, one- and two-sided
 #                        traffic, finalize); every one must pass
 #
 # Matrix: every provider: pingpong with eager, send, get and put; flood,
 # coll, match and mixed with 4 ranks; coll also with 3 ranks (odd rank
-# counts take other collective algorithms); flood with 2; late with 4.
+# counts take other collective algorithms); flood with 2; late and
+# lateget with 4.
 # BTL_OFI_FULL=1 adds jobs on sockets and shm, BTL_OFI_JOBS each (default
 # 200; tests/faults/run.sh runs 20 back-to-back jobs on every provider by
 # default).
@@ -91,6 +100,8 @@ list_cases() {
         echo "match:$p:4"
         echo "mixed:$p:4"
         echo "late:$p:4"
+        echo "lateget:$p:4"
+        echo "lateput:$p:4"
         # (tests/faults/run.sh runs back-to-back jobs on every provider)
         if [[ ${BTL_OFI_FULL:-0} == 1 ]] && [[ $prov == shm || $prov == sockets ]]; then
             echo "jobs:$p:$njobs"
@@ -150,7 +161,7 @@ run_case() {
 
     case $group in
     pingpong) label="twosided $prov pingpong $a" ;;
-    flood | coll | match | mixed | late) label="twosided $prov $group np=$a" ;;
+    flood | coll | match | mixed | late | lateget | lateput) label="twosided $prov $group np=$a" ;;
     jobs) label="twosided $prov $a back-to-back jobs" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -171,6 +182,7 @@ run_case() {
 
     local prog=$group
     [[ $group == jobs ]] && prog=mixed
+    [[ $group == late* ]] && prog=late
     if ! compile "$prog" >>"$log"; then
         report FAIL "$label" $((SECONDS - t0)) "compiling tests/twosided/$prog.c failed" "$log"
         return
@@ -212,17 +224,32 @@ run_case() {
             "$(counters_of "$log")"
         ;;
     flood | coll | match | mixed | late)
-        local said=""
-        if [[ $group == late ]]; then
-            flood_selection "$prov"
-            sel+=("${FLOOD_SEL[@]}")
-            said=${FLOOD_SAID:+$FLOOD_SAID; }
-        fi
         BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" "$ofirun" -np "$a" --oversubscribe \
             "${sel[@]}" "$bindir/$group"
         rc=$?
-        check_result "$label" "$log" "$rc" "$group" "$t0" \
-            "$said$(counters_of "$log")"
+        check_result "$label" "$log" "$rc" "$group" "$t0" "$(counters_of "$log")"
+        ;;
+    lateget | lateput)
+        local size=70000 n=200 rounds=3 want rank=0 kind=gets got
+        if [[ $group == lateput ]]; then
+            n=100 rank=1 kind=puts
+            sel+=(--mca btl_ofi_flags "$(flags_without get)")
+        elif [[ $prov == "udp;ofi_rxd" ]]; then
+            size=1250 n=2000
+        fi
+        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" "$ofirun" -np "$a" --oversubscribe \
+            "${sel[@]}" "$bindir/late" -size "$size" -n "$n" -r "$rounds"
+        rc=$?
+        # rank 0 gets every message (lateget); rank 1 puts each of its own
+        want=$((n * rounds * (rank == 0 ? a - 1 : 1)))
+        got=$(sed -n "s/^ *counters rank $rank [^:]*:.* $kind+\([0-9]*\) .*/\1/p" "$log" | head -n 1)
+        if ((rc == 0)) && grep -qx "OK late" "$log" && ((${got:-0} < want)); then
+            report FAIL "$label" $((SECONDS - t0)) \
+                "rank $rank counted ${got:-no} $kind for $want messages of $size bytes: not the path under test" "$log"
+        else
+            check_result "$label" "$log" "$rc" late "$t0" \
+                "$n x $size bytes per sender and round; rank $rank: $kind+${got:-?} (>= $want)"
+        fi
         ;;
     jobs)
         local i ok=0 jlog
