@@ -718,10 +718,11 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 #define MCA_BTL_OFI_DEFERRED_MAX (4 * MCA_BTL_OFI_CQ_BATCH_MAX)
 
 /* With emulated atomics a peer's atomic is a message this process must
- * answer, so driving the provider is not enough: the thread reads the
- * queue, answers atomic requests itself (they touch only registered
- * memory and our own tables, under our locks) and defers every other
- * completion, in order, to the next progress call on an MPI thread. */
+ * answer (and with emulated RMA its puts and gets), so driving the
+ * provider is not enough: the thread reads the queue, answers those
+ * requests itself (they touch only registered memory and our own tables,
+ * under our locks) and defers every other completion, in order, to the
+ * next progress call on an MPI thread. */
 static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
 {
     struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
@@ -797,7 +798,7 @@ int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
                             module->info->fabric_attr->prov_name);
         return OPAL_SUCCESS;
     }
-    if (module->amo_emulated) {
+    if (module->amo_emulated || module->rma_emulated) {
         for (int i = 0; i < module->num_contexts; ++i) {
             module->contexts[i].deferred_count = 0;
             module->contexts[i].deferred =

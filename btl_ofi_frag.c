@@ -1041,7 +1041,11 @@ bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
         return false;
     }
     hdr = (const mca_btl_ofi_msg_hdr_t *) (context->rflags ? entry->buf : rdesc->buf);
-    return NULL != hdr && MCA_BTL_OFI_MSG_AMO_REQ == hdr->type;
+    /* emulated puts and gets are served the same way (only our memory
+     * and tables, under our locks) */
+    return NULL != hdr
+           && (MCA_BTL_OFI_MSG_AMO_REQ == hdr->type || MCA_BTL_OFI_MSG_PUT == hdr->type
+               || MCA_BTL_OFI_MSG_GET == hdr->type);
 }
 
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,

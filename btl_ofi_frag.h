@@ -187,8 +187,9 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context);
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,
                               uint64_t flags, size_t len, void *buf);
 
-/* Whether this receive completion is an emulated-atomic request that the
- * progress thread may serve itself (one that does not release a buffer). */
+/* Whether this receive completion is an emulated atomic's, put's or get's
+ * request, which the progress thread may serve itself (one that does not
+ * release a buffer). */
 bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
                                     const struct fi_cq_data_entry *entry);
 
