@@ -73,6 +73,11 @@ typedef struct mca_btl_ofi_rma_msg_t {
     uint64_t len;              /* bytes enclosed (PUT, RESP) or asked for (GET) */
     int32_t status;            /* RESP: OPAL_SUCCESS or the error the target saw */
     uint32_t pieces;           /* RESP: the messages of the window it accounts for */
+    /* PUT, GET: the target's rail whose key `key' is; a piece queued when
+     * its link failed is numbered on another rail's link, so hdr.rail
+     * cannot tell */
+    uint32_t key_rail;
+    uint32_t pad;
 } mca_btl_ofi_rma_msg_t;
 
 /* Size of one emulated-RMA message where any message size works. */
@@ -152,7 +157,9 @@ typedef struct mca_btl_ofi_pending_t {
     union {
         mca_btl_ofi_amo_resp_t resp;
         mca_btl_ofi_rma_msg_t rma;
-        char bytes[sizeof(mca_btl_ofi_amo_req_t)];
+        char bytes[sizeof(mca_btl_ofi_amo_req_t) > sizeof(mca_btl_ofi_rma_msg_t)
+                       ? sizeof(mca_btl_ofi_amo_req_t)
+                       : sizeof(mca_btl_ofi_rma_msg_t)];
     } msg;
 } mca_btl_ofi_pending_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_pending_t);

@@ -285,6 +285,7 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         msg.req_id = comp->emu_id;
         msg.addr = comp->parked_raddr + batch[i].off;
         msg.key = comp->parked_key;
+        msg.key_rail = (uint32_t) endpoint->peer_rail;
         msg.len = batch[i].len;
         rc = mca_btl_ofi_msg_send_copy(
             via, to, &msg, sizeof(msg),
@@ -355,11 +356,11 @@ void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size
     }
     put = MCA_BTL_OFI_MSG_PUT == req->hdr.type;
     n = put ? len - sizeof(*req) : req->len;
-    /* the key is of the rail the request was numbered on (see
-     * mca_btl_ofi_amo_serve) */
-    if (MCA_BTL_OFI_NO_SEQ != req->hdr.rail && req->hdr.rail < mca_btl_ofi_component.num_modules
-        && NULL != mca_btl_ofi_component.modules[req->hdr.rail]) {
-        keys = mca_btl_ofi_component.modules[req->hdr.rail];
+    /* the key is of the rail the origin named, which is not this one when
+     * the piece came over another rail after its link failed */
+    if (req->key_rail < (uint32_t) mca_btl_ofi_component.num_modules
+        && NULL != mca_btl_ofi_component.modules[req->key_rail]) {
+        keys = mca_btl_ofi_component.modules[req->key_rail];
     }
     MCA_BTL_OFI_LOCK(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->hdr.origin,

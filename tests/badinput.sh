@@ -68,7 +68,7 @@ cases=(
     "bandwidth_if_0|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 777 --mca btl_ofi_bandwidth_lo 0 --mca btl_ofi_latency_lo 4|Parameter: *btl_ofi_bandwidth_lo;rail 0 \\(interface lo\\): bandwidth 1 MB/s \\(btl_ofi_bandwidth_IF\\), latency 4 \\(btl_ofi_latency_IF\\)|run:sockets"
     "emulate_rma_5|--mca btl_ofi_provider_include sockets --mca btl_ofi_emulate_rma 5|Parameter: *btl_ofi_emulate_rma;Value: *5|run:sockets"
     "emulate_atomics_-2|--mca btl_ofi_provider_include sockets --mca btl_ofi_emulate_atomics -2|Parameter: *btl_ofi_emulate_atomics;Value: *-2|run:sockets"
-    "emulate_rma_1|--mca btl_ofi_provider_include sockets --mca btl_ofi_verbose 5 --mca btl_ofi_emulate_rma 1|puts and gets carried as messages of 16328 data bytes|run:sockets"
+    "emulate_rma_1|--mca btl_ofi_provider_include sockets --mca btl_ofi_verbose 5 --mca btl_ofi_emulate_rma 1|puts and gets carried as messages of 16320 data bytes|run:sockets"
     "bandwidth_all|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 777 --mca btl_ofi_latency 3|rail 0 \\(interface lo\\): bandwidth 777 MB/s \\(btl_ofi_bandwidth\\), latency 3 \\(btl_ofi_latency\\)|run:sockets"
 )
 
