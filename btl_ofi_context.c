@@ -420,7 +420,8 @@ static bool mca_btl_ofi_owner_ignores_status(mca_btl_base_rdma_completion_fn_t c
  * callback): the target's bytes or the origin's result would be silently
  * wrong. The job stops instead, naming the peer and the error. Other
  * owners get the status. */
-static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
+void mca_btl_ofi_rdma_failed_because(mca_btl_ofi_context_t *context, void *op_context,
+                                     const char *cause)
 {
     mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_op_endpoint(op_context);
     char info[512];
@@ -436,9 +437,13 @@ static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_con
              "completed with an error (%s); the layer that posted it does not look at the status "
              "(osc/rdma 4.1 never does), so its data would be lost: the job cannot continue",
              opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
-             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?",
-             fi_strerror(err));
+             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?", cause);
     mca_btl_ofi_module_fatal(context->module, endpoint->proc, info);
+}
+
+static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
+{
+    mca_btl_ofi_rdma_failed_because(context, op_context, fi_strerror(err));
 }
 
 /* An error completion with no context of ours: the provider failed an

@@ -19,6 +19,13 @@ mca_btl_ofi_context_t *mca_btl_ofi_context_select(mca_btl_ofi_module_t *module);
 /* Drain up to btl_ofi_num_cq_read completions; returns how many completed. */
 int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context);
 
+/* A put, get or atomic (OP_CONTEXT: its mca_btl_ofi_op_t) failed for
+ * CAUSE: when its owner will not look at the status (osc/rdma 4.1) and
+ * its peer is not known lost, the job stops, named, rather than lose the
+ * data silently. */
+void mca_btl_ofi_rdma_failed_because(mca_btl_ofi_context_t *context, void *op_context,
+                                     const char *cause);
+
 static inline mca_btl_ofi_context_t *mca_btl_ofi_context_get(mca_btl_ofi_module_t *module)
 {
     if (OPAL_LIKELY(1 == module->num_contexts)) {

@@ -13,6 +13,7 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
 
+#include "opal/util/error.h"
 #include "opal/util/proc.h"
 
 static void mca_btl_ofi_completion_construct(mca_btl_ofi_completion_t *comp)
@@ -193,7 +194,7 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
     }
 }
 
-/* ------------------------------------------------------------------ rails */
+/* ------------------------------------------------------- emulated RMA */
 
 /*
  * Emulated puts and gets (module->rma_emulated). Where the provider's RMA
@@ -225,9 +226,17 @@ static void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_co
         (void) opal_hash_table_remove_value_uint64(&module->amo_pending, comp->emu_id);
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
-    if (done) {
-        mca_btl_ofi_completion_finish(comp, comp->parts_status);
+    if (!done) {
+        return;
     }
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != comp->parts_status)) {
+        /* as a failed completion of the provider's own would be */
+        mca_btl_ofi_rdma_failed_because(comp->context, &comp->op,
+                                        OPAL_ERR_BAD_PARAM == comp->parts_status
+                                            ? "the target refused the range"
+                                            : opal_strerror(comp->parts_status));
+    }
+    mca_btl_ofi_completion_finish(comp, comp->parts_status);
 }
 
 /* Send what ENDPOINT's window lets through of the operations waiting on
@@ -473,6 +482,8 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
     mca_btl_ofi_rma_account(module, comp, resp->len, resp->status);
     mca_btl_ofi_rma_pump(module, endpoint);
 }
+
+/* ------------------------------------------------------------------ rails */
 
 static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                                   void *local_address,
