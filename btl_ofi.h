@@ -109,6 +109,10 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
  * variable not registered counts as set). */
 bool mca_btl_ofi_param_is_default(const char *name);
 
+/* The registration peers reach with KEY, a key of rail RAIL (MODULE's own
+ * when RAIL names no open rail), or NULL. */
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_by_key(mca_btl_ofi_module_t *module, unsigned rail, uint64_t key);
+
 /* component */
 int mca_btl_ofi_component_progress(void);
 /** Progress every context of every module once; CHECK: look at the peers

@@ -286,12 +286,7 @@ static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_en
     req.hdr.rail = MCA_BTL_OFI_NO_SEQ;
     req.hdr.seq = 0;
     req.hdr.origin = mca_btl_ofi_component.my_name;
-    MCA_BTL_OFI_LOCK(&module->lock);
-    /* the rail in the top byte: with several rails the reply may come on
-     * another (its link failed) and must find this module */
-    req.req_id = ((uint64_t) module->rail << 56) | (++module->amo_next_id & (UINT64_MAX >> 8));
-    (void) opal_hash_table_set_value_uint64(&module->amo_pending, req.req_id, comp);
-    MCA_BTL_OFI_UNLOCK(&module->lock);
+    req.req_id = mca_btl_ofi_pending_add(module, comp);
     req.addr = remote_address;
     req.key = mca_btl_ofi_rkey(endpoint, remote_handle);
     req.operand = operand;
@@ -344,36 +339,24 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
     const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
     bool narrow = !!(req->hdr.flags & MCA_BTL_OFI_AMO_32BIT);
     size_t width = narrow ? sizeof(uint32_t) : sizeof(uint64_t);
-    mca_btl_ofi_module_t *keys = module;
-    mca_btl_ofi_endpoint_t *origin = NULL;
+    mca_btl_ofi_endpoint_t *origin, *to;
     mca_btl_ofi_amo_resp_t resp;
-    mca_btl_ofi_reg_t *reg = NULL;
+    mca_btl_ofi_reg_t *reg;
 
     if (len < sizeof(*req)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
         return;
     }
-    /* the key is of the rail the request was numbered on, which is not
-     * this one when it was sent again after that rail's link failed */
-    if (MCA_BTL_OFI_NO_SEQ != req->hdr.rail && req->hdr.rail < mca_btl_ofi_component.num_modules
-        && NULL != mca_btl_ofi_component.modules[req->hdr.rail]) {
-        keys = mca_btl_ofi_component.modules[req->hdr.rail];
-    }
-    MCA_BTL_OFI_LOCK(&module->lock);
-    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->hdr.origin,
-                                            (void **) &origin);
-    if (NULL != origin) {
-        OBJ_RETAIN(origin);
-    }
-    MCA_BTL_OFI_UNLOCK(&module->lock);
-    MCA_BTL_OFI_LOCK(&keys->lock);
-    (void) opal_hash_table_get_value_uint64(&keys->regs_by_key, req->key, (void **) &reg);
-    MCA_BTL_OFI_UNLOCK(&keys->lock);
+    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
     if (NULL == origin) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped an atomic request from a process we do not know");
         return;
     }
+    /* the key is of the rail the request was numbered on, which is not
+     * this one when it was sent again after that rail's link failed
+     * (MCA_BTL_OFI_NO_SEQ names no rail: this one) */
+    reg = mca_btl_ofi_reg_by_key(module, req->hdr.rail, req->key);
 
     resp.hdr.type = MCA_BTL_OFI_MSG_AMO_RESP;
     resp.hdr.op = req->hdr.op;
@@ -396,33 +379,23 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
                                                req->operand, req->compare,
                                                !!(req->hdr.flags & MCA_BTL_OFI_AMO_CSWAP), narrow);
     }
-    if (OPAL_UNLIKELY(NULL != origin->detour)) {
-        /* this rail's link to it failed: answer over the one that works */
-        mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(origin->detour_module), origin->detour, &resp,
-                              sizeof(resp));
-    } else {
-        mca_btl_ofi_msg_reply(context, origin, &resp, sizeof(resp));
-    }
+    /* over the rail that works, if this one's link to it failed */
+    to = mca_btl_ofi_route(origin, &context);
+    mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
     OBJ_RELEASE(origin);
 }
 
 void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len)
 {
     const mca_btl_ofi_amo_resp_t *resp = (const mca_btl_ofi_amo_resp_t *) msg;
-    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_module_t *module;
     mca_btl_ofi_completion_t *comp = NULL;
-    uint64_t rail;
 
     if (len < sizeof(*resp)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic reply");
         return;
     }
-    /* the module that asked (its rail is in the id's top byte) */
-    rail = resp->req_id >> 56;
-    if (rail < (uint64_t) mca_btl_ofi_component.num_modules
-        && NULL != mca_btl_ofi_component.modules[rail]) {
-        module = mca_btl_ofi_component.modules[rail];
-    }
+    module = mca_btl_ofi_pending_module(context, resp->req_id); /* the one that asked */
     MCA_BTL_OFI_LOCK(&module->lock);
     if (OPAL_SUCCESS
         == opal_hash_table_get_value_uint64(&module->amo_pending, resp->req_id, (void **) &comp)) {

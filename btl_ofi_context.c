@@ -746,7 +746,7 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
     }
     count = fi_cq_read(context->cq, entries, batch);
     for (ssize_t i = 0; i < count; ++i) {
-        if (mca_btl_ofi_msg_is_amo_request(context, entries + i)) {
+        if (mca_btl_ofi_msg_is_request(context, entries + i)) {
             serve[nserve++] = (int) i;
             mca_btl_ofi_count_recv(context, entries[i].len);
         } else {

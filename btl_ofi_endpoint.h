@@ -6,6 +6,7 @@
 #ifndef MCA_BTL_OFI_ENDPOINT_H
 #define MCA_BTL_OFI_ENDPOINT_H
 
+#include "btl_ofi_context.h"
 #include "btl_ofi_types.h"
 
 BEGIN_C_DECLS
@@ -90,6 +91,18 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
 /* MODULE's endpoint for the process named ORIGIN (mca_btl_ofi_name_key),
  * retained, or NULL. */
 mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_named(mca_btl_ofi_module_t *module, uint64_t origin);
+/* Where a message of ours to ENDPOINT goes: ENDPOINT on *CONTEXT, or,
+ * once its rail's link failed, its detour on a context of the detour's
+ * module (*CONTEXT replaced). */
+static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_route(mca_btl_ofi_endpoint_t *endpoint,
+                                                        mca_btl_ofi_context_t **context)
+{
+    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
+        *context = mca_btl_ofi_context_get(endpoint->detour_module);
+        return endpoint->detour;
+    }
+    return endpoint;
+}
 /* Close the probes of peers' hosts still under way (module teardown). */
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 

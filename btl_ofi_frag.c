@@ -1030,8 +1030,8 @@ static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, si
     }
 }
 
-bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
-                                    const struct fi_cq_data_entry *entry)
+bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
+                                const struct fi_cq_data_entry *entry)
 {
     const mca_btl_ofi_rdesc_t *rdesc = (const mca_btl_ofi_rdesc_t *) entry->op_context;
     const mca_btl_ofi_msg_hdr_t *hdr;

@@ -197,8 +197,8 @@ void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_
 /* Whether this receive completion is an emulated atomic's, put's or get's
  * request, which the progress thread may serve itself (one that does not
  * release a buffer). */
-bool mca_btl_ofi_msg_is_amo_request(mca_btl_ofi_context_t *context,
-                                    const struct fi_cq_data_entry *entry);
+bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
+                                const struct fi_cq_data_entry *entry);
 
 /* Send a small message of ours (injected when the provider allows, else
  * from a fragment) and, once posted, add one to *count (NULL: nothing) in

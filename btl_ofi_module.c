@@ -233,6 +233,19 @@ static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *
     return OPAL_SUCCESS;
 }
 
+mca_btl_ofi_reg_t *mca_btl_ofi_reg_by_key(mca_btl_ofi_module_t *module, unsigned rail, uint64_t key)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_module_t *keys =
+        rail < (unsigned) c->num_modules && NULL != c->modules[rail] ? c->modules[rail] : module;
+    mca_btl_ofi_reg_t *reg = NULL;
+
+    MCA_BTL_OFI_LOCK(&keys->lock);
+    (void) opal_hash_table_get_value_uint64(&keys->regs_by_key, key, (void **) &reg);
+    MCA_BTL_OFI_UNLOCK(&keys->lock);
+    return reg;
+}
+
 /* Close it: from here on a peer's access with an old key fails. */
 static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
 {

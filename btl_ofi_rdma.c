@@ -249,8 +249,8 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         mca_btl_ofi_completion_t *comp;
         size_t off, len;
     } batch[MCA_BTL_OFI_EMU_WINDOW];
-    mca_btl_ofi_endpoint_t *to = endpoint;
-    mca_btl_ofi_context_t *via;
+    mca_btl_ofi_context_t *via = mca_btl_ofi_context_get(module);
+    mca_btl_ofi_endpoint_t *to;
     mca_btl_ofi_rma_msg_t msg;
     int count = 0, i, rc;
 
@@ -274,13 +274,8 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
     if (0 == count) {
         return;
     }
-    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
-        /* this rail's link to the peer failed: another rail carries it */
-        to = endpoint->detour;
-        via = mca_btl_ofi_context_get(endpoint->detour_module);
-    } else {
-        via = mca_btl_ofi_context_get(module);
-    }
+    /* over another rail, if this one's link to the peer failed */
+    to = mca_btl_ofi_route(endpoint, &via);
     memset(&msg, 0, sizeof(msg));
     msg.hdr.rail = MCA_BTL_OFI_NO_SEQ;
     msg.hdr.origin = mca_btl_ofi_component.my_name;
@@ -328,15 +323,12 @@ static void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_co
     /* one byte more than the size until it is queued: no response can
      * complete it before */
     comp->emu_left = size + 1;
-    MCA_BTL_OFI_LOCK(&module->lock);
-    /* the rail in the top byte: a response that comes on another rail
-     * (its link failed) still finds this module */
-    comp->emu_id = ((uint64_t) module->rail << 56) | (++module->amo_next_id & (UINT64_MAX >> 8));
-    (void) opal_hash_table_set_value_uint64(&module->amo_pending, comp->emu_id, comp);
+    comp->emu_id = mca_btl_ofi_pending_add(module, comp);
     if (size > 0) {
+        MCA_BTL_OFI_LOCK(&module->lock);
         opal_list_append(&endpoint->emu_waiting, &comp->track_item);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
     }
-    MCA_BTL_OFI_UNLOCK(&module->lock);
 
     MCA_BTL_OFI_LOCK(&context->lock); /* the counters' lock */
     ++*(put ? &context->counters.put_count : &context->counters.get_count);
@@ -350,10 +342,9 @@ static void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_co
 void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
     const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
-    mca_btl_ofi_module_t *module = context->module, *keys = module;
-    mca_btl_ofi_endpoint_t *origin = NULL, *to;
-    mca_btl_ofi_context_t *via;
-    mca_btl_ofi_reg_t *reg = NULL;
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_reg_t *reg;
     mca_btl_ofi_rma_msg_t resp;
     bool put;
     int32_t need;
@@ -365,27 +356,15 @@ void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size
     }
     put = MCA_BTL_OFI_MSG_PUT == req->hdr.type;
     n = put ? len - sizeof(*req) : req->len;
-    /* the key is of the rail the origin named, which is not this one when
-     * the piece came over another rail after its link failed */
-    if (req->key_rail < (uint32_t) mca_btl_ofi_component.num_modules
-        && NULL != mca_btl_ofi_component.modules[req->key_rail]) {
-        keys = mca_btl_ofi_component.modules[req->key_rail];
-    }
-    MCA_BTL_OFI_LOCK(&module->lock);
-    (void) opal_hash_table_get_value_uint64(&module->endpoints_by_name, req->hdr.origin,
-                                            (void **) &origin);
-    if (NULL != origin) {
-        OBJ_RETAIN(origin);
-    }
-    MCA_BTL_OFI_UNLOCK(&module->lock);
+    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
     if (NULL == origin) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped a put or get request from a process we do not know");
         return;
     }
-    MCA_BTL_OFI_LOCK(&keys->lock);
-    (void) opal_hash_table_get_value_uint64(&keys->regs_by_key, req->key, (void **) &reg);
-    MCA_BTL_OFI_UNLOCK(&keys->lock);
+    /* the key is of the rail the origin named, which is not this one when
+     * the piece came over another rail after its link failed */
+    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
 
     memset(&resp, 0, sizeof(resp));
     resp.hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
@@ -405,20 +384,19 @@ void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size
         || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - req->addr)) {
         resp.status = OPAL_ERR_BAD_PARAM;
     }
-    /* this rail's link to it failed: answer over the one that works */
-    to = OPAL_UNLIKELY(NULL != origin->detour) ? origin->detour : origin;
-    via = to == origin ? context : mca_btl_ofi_context_get(origin->detour_module);
+    /* over the rail that works, if this one's link to it failed */
+    to = mca_btl_ofi_route(origin, &context);
     if (put || OPAL_SUCCESS != resp.status) {
         if (put && OPAL_SUCCESS == resp.status) {
             memcpy((void *) (uintptr_t) req->addr, req + 1, n);
         }
-        mca_btl_ofi_msg_reply(via, to, &resp, sizeof(resp));
+        mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
     } else {
-        resp.status = mca_btl_ofi_msg_send_copy(via, to, &resp, sizeof(resp),
+        resp.status = mca_btl_ofi_msg_send_copy(context, to, &resp, sizeof(resp),
                                                 (const void *) (uintptr_t) req->addr, n);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != resp.status)) {
             /* answered with the error, so the get ends */
-            mca_btl_ofi_msg_reply(via, to, &resp, sizeof(resp));
+            mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
         }
     }
     OBJ_RELEASE(origin);
@@ -427,10 +405,10 @@ void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size
 void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
     const mca_btl_ofi_rma_msg_t *resp = (const mca_btl_ofi_rma_msg_t *) buf;
-    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_module_t *module;
     mca_btl_ofi_completion_t *comp = NULL;
     mca_btl_ofi_endpoint_t *endpoint;
-    uint64_t rail, off = 0;
+    uint64_t off = 0;
     bool data;
 
     if (len < sizeof(*resp)) {
@@ -438,12 +416,7 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
         return;
     }
     data = MCA_BTL_OFI_MSG_GET == resp->hdr.op && OPAL_SUCCESS == resp->status;
-    /* the module that asked (its rail is in the id's top byte) */
-    rail = resp->req_id >> 56;
-    if (rail < (uint64_t) mca_btl_ofi_component.num_modules
-        && NULL != mca_btl_ofi_component.modules[rail]) {
-        module = mca_btl_ofi_component.modules[rail];
-    }
+    module = mca_btl_ofi_pending_module(context, resp->req_id); /* the one that asked */
     MCA_BTL_OFI_LOCK(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->amo_pending, resp->req_id, (void **) &comp);
     /* its bytes must be of the operation, not counted yet, and sent for */
