@@ -79,7 +79,7 @@ compile() { # prog
     pingpong | flood | mixed | late | match | coll)
         build "$1" "$tests/twosided/$1.c" "$tests/twosided/ts.h"
         ;;
-    dynhosts | busy | rails) build "$1" "$tests/hosts/$1.c" ;;
+    dynhosts | busy | rails | roundtrip) build "$1" "$tests/hosts/$1.c" ;;
     # progress reads libopen-pal's opal_uses_threads
     mt) build mt "$tests/threads/mt.c" "$tests/threads/mt_util.h" -pthread ;;
     progress) build progress "$tests/threads/progress.c" "$tests/threads/mt_util.h" -pthread -lopen-pal ;;

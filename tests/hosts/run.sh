@@ -34,6 +34,12 @@
 #                            btl/ofi must say so and step aside; with
 #                            ofi,self the job must end with Open MPI's
 #                            "unreachable" report, never hang
+#   roundtrip:PROV           tests/bin/roundtrip: one rank per host, both
+#                            bound to one core; 4000 puts, gets, fetch-
+#                            and-adds, compare-and-swaps and accumulates,
+#                            each + flush, every result checked, within
+#                            a 60 s job limit (each used to wait a
+#                            scheduler tick: over 100 s)
 #   busy:PROV                tests/bin/busy: rank 2 (on h2) computes 60 s
 #                            outside MPI while ranks 0 and 1 put into its
 #                            window and flush; nothing may be declared
@@ -116,6 +122,7 @@ list_cases() {
             echo "twosided:$p:$prog"
         done
         echo "threads:$p"
+        echo "roundtrip:$p"
         for m in rma msg; do
             # (udp;ofi_rxd msg: the victim, flooded while it still starts,
             # lost a message of several datagrams with "Truncation error"
@@ -571,6 +578,7 @@ run_case() {
     busy) label="hosts $prov target busy 60 s outside MPI" ;;
     rails) label="hosts $prov rails $a $b" ;;
     threads) label="hosts $prov threads N=2 T=4" ;;
+    roundtrip) label="hosts $prov roundtrip: 4000 x put, get, fop, cas, acc + flush, ranks on one core" ;;
     shm) label="hosts shm ${pname//+/,} across hosts" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -614,6 +622,18 @@ run_case() {
             -x BTL_OFI_EXPECT_CONTEXTS --mca btl_ofi_num_contexts_per_module 2 \
             "$bindir/mt" -t 4 -n 12 -l 4
         judge_job "$label" "$log" $? threads "$t0"
+        ;;
+    roundtrip)
+        # one rank per host, both bound to core 0 (each host's daemon binds
+        # its rank to its first core: the hosts share this machine's), as
+        # on a node whose ranks share cores. A wait that spins without
+        # giving the core away lets the peer run once a scheduler tick
+        # (4 ms): 4,000 operations of each kind then take over 100 s, and
+        # the job limit of 60 s fails them; a network round trip here is
+        # tens of microseconds (the log line says how many)
+        compile roundtrip >>"$log" || { report FAIL "$label" 0 "compiling roundtrip failed" "$log"; return; }
+        NP=2 hosts_job "$log" 60 ofi,self "$prov" --map-by node --bind-to core "$bindir/roundtrip" -n 4000
+        NP=2 test_timeout=60 judge_job "$label" "$log" $? roundtrip "$t0" "$(grep -m1 -oE 'us per operation \+ flush: .*' "$log")"
         ;;
     busy)
         compile busy >>"$log" || { report FAIL "$label" 0 "compiling busy failed" "$log"; return; }
