@@ -11,44 +11,60 @@
  *    one, spins on its own `next' element: MPI_Fetch_and_op(MPI_NO_OP) on
  *    itself, MPI_Win_flush on itself, MPI_Iprobe. The successor's
  *    accumulate into that element must complete meanwhile: a process
- *    spinning in one-sided calls that complete locally must still drive
+ *    spinning in one-sided calls must still let the others run and drive
  *    the progress that remote operations into its memory need.
  *
  * Inside the lock every rank increments a counter on rank 0 with a plain
- * MPI_Get + flush, + 1, MPI_Put + flush: a non-atomic read-modify-write,
- * exact only if the mutex excludes. At the end rank 0's counter must be
- * ranks x MCS_ITERS and every rank must have seen its own increments land.
+ * MPI_Get + flush, + 1, MPI_Put + flush, in a second window made with
+ * MPI_Win_create (so that it goes through the btl on one node too, where
+ * osc/rdma maps MPI_Win_allocate memory and bypasses it): a non-atomic
+ * read-modify-write, exact only if the mutex excludes. At the end rank
+ * 0's counter must be ranks x iterations and the tail empty.
  *
- *   mpirun -np N tests/bin/mcs [iterations]     (default 200 per rank)
+ *   mpirun -np N tests/bin/mcs [iterations]     (default 1200 per rank)
  *
- * A hang is a failure (the harness's timeout); a wrong count fails loudly.
+ * With 4 ranks on 2 cores it hung on b3ff0a0 (still running after 60 s:
+ * a flush that spun without giving its core away); a hang is a failure
+ * (the harness's timeout), a wrong count fails loudly.
  */
 #include "common.h"
 
 #define MCS_TAG 4242
-enum { MCS_NEXT = 0, MCS_TAIL = 1, MCS_COUNT = 2, MCS_INTS = 3 };
+enum { MCS_NEXT = 0, MCS_TAIL = 1, MCS_INTS = 2 };
 
 static MPI_Win win;
 static int *base;
+static MPI_Win cwin; /* the counter's window */
+static int counter;
 
 static void flush(int rank)
 {
     MPI_CHECK(MPI_Win_flush(rank, win));
 }
 
-static void mcs_lock(void)
+static void mcs_lock(int dawdle)
 {
-    int nil = -1, prev = -1;
+    int prev = -1;
 
-    /* my element says "no successor" before anyone can find me */
-    MPI_CHECK(MPI_Accumulate(&nil, 1, MPI_INT, tc_rank, MCS_NEXT, 1, MPI_INT, MPI_REPLACE, win));
-    flush(tc_rank);
+    /* my element says "no successor" before anyone can find me: a local
+     * store, made visible by MPI_Win_sync, is safe as nobody writes it
+     * until my rank is in the tail */
+    base[MCS_NEXT] = -1;
+    MPI_CHECK(MPI_Win_sync(win));
     MPI_CHECK(MPI_Fetch_and_op(&tc_rank, &prev, MPI_INT, 0, MCS_TAIL, MPI_REPLACE, win));
     flush(0);
     if (-1 == prev) {
         return; /* the queue was empty: mine */
     }
     CHECK(prev >= 0 && prev < tc_size && prev != tc_rank, "tail held %d", prev);
+    if (dawdle) {
+        /* take a while to link in, so that the holder, if it releases
+         * meanwhile, has to spin on its element (the path under test) */
+        for (int k = 0, flag; k < 64; ++k) {
+            MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+                                 MPI_STATUS_IGNORE));
+        }
+    }
     MPI_CHECK(MPI_Accumulate(&tc_rank, 1, MPI_INT, prev, MCS_NEXT, 1, MPI_INT, MPI_REPLACE, win));
     flush(prev);
     MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, prev, MCS_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
@@ -86,39 +102,46 @@ static void mcs_unlock(void)
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "mcs");
-    long iters = argc > 1 ? atol(argv[1]) : 200;
+    long iters = argc > 1 ? atol(argv[1]) : 1200;
     CHECK(iters > 0, "iterations must be positive");
 
-    MPI_CHECK(MPI_Win_allocate(MCS_INTS * sizeof(int), sizeof(int), MPI_INFO_NULL,
+    MPI_CHECK(MPI_Win_allocate((tc_rank ? 1 : MCS_INTS) * sizeof(int), sizeof(int), MPI_INFO_NULL,
                                MPI_COMM_WORLD, &base, &win));
     base[MCS_NEXT] = -1;
-    base[MCS_TAIL] = -1;
-    base[MCS_COUNT] = 0;
+    if (0 == tc_rank) {
+        base[MCS_TAIL] = -1;
+    }
+    counter = 0;
+    MPI_CHECK(MPI_Win_create(&counter, sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                             &cwin));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_CHECK(MPI_Win_lock_all(0, win));
+    MPI_CHECK(MPI_Win_lock_all(0, cwin));
 
     tc_counters_t before, after;
     tc_counters_read(&before);
     double t0 = tc_now();
     for (long i = 0; i < iters; ++i) {
         int count = -1;
-        mcs_lock();
-        MPI_CHECK(MPI_Get(&count, 1, MPI_INT, 0, MCS_COUNT, 1, MPI_INT, win));
-        flush(0);
+        /* the last sixth dawdles every other time (see mcs_lock) */
+        mcs_lock(i >= iters - iters / 6 && (i & 1));
+        MPI_CHECK(MPI_Get(&count, 1, MPI_INT, 0, 0, 1, MPI_INT, cwin));
+        MPI_CHECK(MPI_Win_flush(0, cwin));
         CHECK(count >= i && count < tc_size * iters,
               "iteration %ld: the counter read %d inside the lock", i, count);
         ++count;
-        MPI_CHECK(MPI_Put(&count, 1, MPI_INT, 0, MCS_COUNT, 1, MPI_INT, win));
-        flush(0);
+        MPI_CHECK(MPI_Put(&count, 1, MPI_INT, 0, 0, 1, MPI_INT, cwin));
+        MPI_CHECK(MPI_Win_flush(0, cwin));
         mcs_unlock();
     }
     MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Win_unlock_all(cwin));
     tc_counters_read(&after);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
     if (0 == tc_rank) {
         MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, win));
-        int final = base[MCS_COUNT], tail = base[MCS_TAIL];
+        int final = counter, tail = base[MCS_TAIL];
         MPI_CHECK(MPI_Win_unlock(0, win));
         CHECK(final == tc_size * iters,
               "the counter incremented under the mutex is %d, expected %ld: two ranks were "
@@ -131,8 +154,13 @@ int main(int argc, char **argv)
     tc_say("mcs: %d ranks x %ld lock/unlock, counter exact, %ld spins of a releasing holder on "
            "its own element (%.2fs)",
            tc_size, iters, all_spins, tc_now() - t0);
-    tc_expect_t none = {{0}, 0};
-    tc_counters_expect("mcs", &before, &after, &none, 0);
+    /* the counter's gets and puts cross the btl from every rank but 0
+     * (rank 0's own reach its memory directly) */
+    tc_expect_t exp = {{0}, 0};
+    exp.min[TC_PUT_COUNT] = (unsigned long long) iters;
+    exp.min[TC_GET_COUNT] = (unsigned long long) iters;
+    tc_counters_check("mcs", &before, &after, &exp, 0 != tc_rank, 0);
+    MPI_CHECK(MPI_Win_free(&cwin));
     MPI_CHECK(MPI_Win_free(&win));
     tc_finish();
     return 0;

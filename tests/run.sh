@@ -70,11 +70,11 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench package}
+TESTS=${TESTS:-putget atomics sync canary mcs llist twosided faults hosts badinput threads progress helgrind intree bench package}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
-mpi_tests=(putget atomics sync canary)
+mpi_tests=(putget atomics sync canary mcs llist)
 
 export BTL_OFI_TEST_BIN=$bindir BTL_OFI_LOG_DIR=$logdir
 # The debugging switch of the test programs must never be on here.
