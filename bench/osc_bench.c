@@ -9,7 +9,9 @@
  * Operations (-ops, default all of them):
  *   put, get    latency of one MPI_Put / MPI_Get of SIZE bytes + flush
  *               (sizes of the latency sweep, -lat, default 8 B .. 4 MiB)
- *   acc         latency of MPI_Accumulate of one int64 (MPI_SUM) + flush
+ *   acc         latency of MPI_Accumulate (MPI_SUM) of SIZE bytes of int64
+ *               + flush (latency sweep): 8 bytes add to a counter that
+ *               is verified, larger sizes into the data region
  *   fop         latency of MPI_Fetch_and_op (int64, MPI_SUM) + flush
  *   cas         latency of MPI_Compare_and_swap (int64) + flush
  *   putbw,getbw W puts (gets) of SIZE bytes in flight, then one flush;
@@ -77,6 +79,16 @@ static void step_acc(long i)
     MPI_Accumulate(&one, 1, MPI_INT64_T, TARGET, acc_disp, 1, MPI_INT64_T, MPI_SUM, win);
     MPI_Win_flush(TARGET, win);
     acc_expected += 1;
+}
+
+/* more than one element: into the data region, which the verification
+ * overwrites before it checks */
+static void step_accv(long i)
+{
+    int n = (int) (cur_size / sizeof(int64_t));
+    (void) i;
+    MPI_Accumulate(src, n, MPI_INT64_T, TARGET, 0, n, MPI_INT64_T, MPI_SUM, win);
+    MPI_Win_flush(TARGET, win);
 }
 
 static void step_fop(long i)
@@ -265,7 +277,17 @@ int main(int argc, char **argv)
         static const struct {
             const char *name;
             void (*step)(long);
-        } amo_ops[] = {{"acc", step_acc}, {"fop", step_fop}, {"cas", step_cas}};
+        } amo_ops[] = {{"fop", step_fop}, {"cas", step_cas}};
+        if (bench_has(opt.ops, "acc")) {
+            printf("# start acc lat\n");
+            fflush(stdout);
+            nsizes = bench_sizes(&opt, opt.lat_min, opt.lat_max, sizes);
+            for (int s = 0; s < nsizes; ++s) {
+                cur_size = sizes[s] < sizeof(int64_t) ? sizeof(int64_t) : sizes[s];
+                bench_line("acc", cur_size, "lat",
+                           measure(cur_size > sizeof(int64_t) ? step_accv : step_acc) * 1e6);
+            }
+        }
         for (unsigned k = 0; k < sizeof(amo_ops) / sizeof(amo_ops[0]); ++k) {
             if (bench_has(opt.ops, amo_ops[k].name)) {
                 printf("# start %s lat\n", amo_ops[k].name);

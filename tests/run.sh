@@ -34,9 +34,11 @@
 #     whole N=1,2,4 x T=1,2,4,8 matrix; see that script);
 #  7. intree: builds this folder as opal/mca/btl/ofi of Debian's Open MPI
 #     4.1 source with scripts/check-in-tree.sh (one test; about 3 minutes);
-#  8. bench: the benchmark comparison's smoke, QUICK=1 bench/compare.sh (shm,
-#     3 sizes, every contender once; about a minute), so that the harness
-#     cannot rot; one PASS/FAIL line. Timings are never asserted.
+#  8. bench: the benchmark comparisons' smoke, so that the harnesses cannot
+#     rot: QUICK=1 bench/compare.sh (shm, 3 sizes, every contender once;
+#     about a minute) and, as root, QUICK=1 bench/hosts.sh (one-sided
+#     across the simulated hosts; ten seconds); one PASS/FAIL line each.
+#     Timings are never asserted.
 #  9. package: tests/package.sh (root): the Debian package built with
 #     scripts/package.sh, installed, checked (ompi_info, the demo with no
 #     component path), removed and purged; one line per step.
@@ -441,6 +443,22 @@ if wanted bench; then
         why=$(grep -m1 'FAILED' "$log" || head -n 1 "$out/failures.txt" 2>/dev/null)
         ((rc == 124 || rc == 137)) && why="timed out after 300s"
         fail bench $((SECONDS - t0)) "${why:-exit code $rc; $ours values of ours in medians.tsv}" "$log"
+    fi
+    # the one-sided comparison across the simulated hosts (root only)
+    if ((EUID == 0)); then
+        t1=$SECONDS
+        log=$logdir/bench-hosts.log
+        out=$logdir/bench-hosts
+        rm -rf "$out"
+        QUICK=1 OUT=$out timeout -k 15 300 bash "$repo/bench/hosts.sh" </dev/null >"$log" 2>&1
+        rc=$?
+        ours=$(awk -F '\t' '$1 ~ /^ours:/' "$out/medians.tsv" 2>/dev/null | wc -l)
+        anchor=$(awk -F '\t' '$1 == "anchor"' "$out/medians.tsv" 2>/dev/null | wc -l)
+        if ((rc == 0)) && [[ -s $out/table.md && -s $out/goals.md ]] && ((ours > 0 && anchor > 0)); then
+            pass "bench hosts" $((SECONDS - t1)) "QUICK=1 bench/hosts.sh: $ours values of ours, $anchor of the osc/pt2pt anchor"
+        else
+            fail "bench hosts" $((SECONDS - t1)) "exit code $rc; $ours values of ours, $anchor of the anchor" "$log"
+        fi
     fi
     group_done bench $t0
 fi
