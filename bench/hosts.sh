@@ -7,10 +7,13 @@
 #
 # Two hosts (tests/hosts/hosts.sh: network namespaces joined by one veth
 # link, Open MPI's rsh launcher), one rank on each. Every contender is
-# started by the same launcher with the same flags: -np 2 --map-by node
-# --bind-to core (each host's daemon binds its rank to core 0, so the two
-# ranks share one core of this machine, as Open MPI binds by default) and
-# mpi_yield_when_idle 1. Contenders, each repetition in one run:
+# started by the same launcher with the same flags: -np 2 --map-by node,
+# mpi_yield_when_idle 1, and each binding of BINDINGS (default "core
+# none"): --bind-to core is what Open MPI does by default with 2 ranks (each
+# host's daemon binds its rank to core 0, so the two ranks share one core
+# of this machine, like ranks sharing cores on a loaded node); --bind-to
+# none is scripts/ofirun's (the ranks float over both cores). Contenders,
+# each repetition and binding in one run:
 #   ours:PROV     osc/rdma over this btl/ofi (btl ofi,self, provider PROV):
 #                 bench/osc_bench: put, get, accumulate latency 8 B .. 4 MiB,
 #                 fetch-and-op and compare-and-swap (8 B), put and get
@@ -21,15 +24,20 @@
 #   floor:PROV    ob1 over this btl/ofi: bench/p2p_bench ping-pong latency
 #                 (half a round trip), the two-sided floor of the same
 #                 provider on the same link
+#   path:NAME     other one-sided paths of ours on tcp;ofi_rxm, 8-byte put,
+#                 get, fetch-and-op and compare-and-swap latency: the
+#                 progress thread, puts and gets as messages, atomics as
+#                 messages
 # PROV: tcp;ofi_rxm, sockets and udp;ofi_rxd (PROVIDERS to choose).
 #
 # Writes OUT (default bench/results/hosts-<date>): raw/ every run's output,
-# data.tsv (contender op size metric value), table.md (ours, the anchor, the
-# ratio ours/anchor and the floor, per provider), goals.md (the goals of
-# issue 24: 8 B put + flush and get + flush at most 2x the floor and at most
-# the anchor; bandwidth from 64 KiB at least the anchor's), plots/*.png
-# (gnuplot, when there). UPDATE_README=1 puts table.md and goals.md between
-# README's lines "(hosts-bench begin)" and "(hosts-bench end)".
+# data.tsv (binding/contender op size metric value), medians.tsv, per
+# binding table-BIND.md (ours, the anchor, the ratio ours/anchor and the
+# floor, per provider), goals-BIND.md (the goals of issue 24: 8 B put +
+# flush and get + flush at most 2x the floor and at most the anchor;
+# bandwidth from 64 KiB at least the anchor's), paths-BIND.md, and
+# plots/BIND-PROV.png (gnuplot, when there). UPDATE_README=1 puts them
+# between README's lines "(hosts-bench begin)" and "(hosts-bench end)".
 #
 # Exit status 1 when a run of ours ends badly (crash, hang, data not
 # verified); the anchor's failures are recorded, not fatal. Timings are
@@ -41,6 +49,7 @@ repo=$(cd "$here/.." && pwd)
 quick=${QUICK:-0}
 PROVIDERS=${PROVIDERS:-tcp;ofi_rxm sockets udp;ofi_rxd}
 REPS=${REPS:-1}
+BINDINGS=${BINDINGS:-core none}
 TIMEOUT=${TIMEOUT:-600}
 OUT=${OUT:-$repo/bench/results/hosts-$(date +%Y-%m-%d)$( ((quick)) && echo -quick)}
 bindir=$here/bin
@@ -91,27 +100,42 @@ run() { # contender log prov osc btls prog args...
     local who=$1 log=$2 prov=$3 osc=$4 btls=$5 rc
     shift 5
     BTL_OFI_PROVIDER=$prov OFIRUN_OSC=$osc OFIRUN_BTLS=$btls timeout -k 10 "$TIMEOUT" \
-        bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node --bind-to core \
+        bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node \
         --mca btl_tcp_if_include "$link" "$@" >"$log" 2>&1 </dev/null
     rc=$?
     if ((rc != 0)) || ! grep -q '^# verify ok' "$log"; then
         say "$who: exit code $rc, $(grep -m1 -E 'verify|FAIL|rror' "$log" | cut -c1-160) ($log)"
-        [[ $who == anchor ]] || bad=1
+        [[ $who == */anchor ]] || bad=1
         return 1
     fi
     awk -v who="$who" '!/^#/ && NF == 4 { print who "\t" $1 "\t" $2 "\t" $3 "\t" $4 }' "$log" >>"$OUT/data.tsv"
 }
 
+# other one-sided paths of ours, 8-byte latency on tcp;ofi_rxm beside the
+# same run's floor: the progress thread, puts and gets as messages,
+# atomics as messages (udp;ofi_rxd takes the message paths by default)
+paths=("progress-thread:--mca btl_ofi_progress_thread 1"
+    "emulated-rma:--mca btl_ofi_emulate_rma 1"
+    "emulated-atomics:--mca btl_ofi_emulate_atomics 1")
 for ((rep = 1; rep <= REPS; rep++)); do
-    say "repetition $rep of $REPS"
-    run anchor "$OUT/raw/anchor-$rep.log" "" pt2pt tcp,self \
-        "$bindir/osc_bench" -ops put,get,acc,fop,cas,putbw,getbw "${lat[@]}" "${bw[@]}"
-    for prov in $PROVIDERS; do
-        p=${prov//;/+}
-        run "ours:$prov" "$OUT/raw/ours-$p-$rep.log" "$prov" rdma ofi,self \
+    for bind in $BINDINGS; do
+        say "repetition $rep of $REPS, --bind-to $bind"
+        run "$bind/anchor" "$OUT/raw/$bind-anchor-$rep.log" "" pt2pt tcp,self --bind-to "$bind" \
             "$bindir/osc_bench" -ops put,get,acc,fop,cas,putbw,getbw "${lat[@]}" "${bw[@]}"
-        run "floor:$prov" "$OUT/raw/floor-$p-$rep.log" "$prov" rdma ofi,self \
-            "$bindir/p2p_bench" -ops lat "${plat[@]}"
+        for prov in $PROVIDERS; do
+            p=${prov//;/+}
+            run "$bind/ours:$prov" "$OUT/raw/$bind-ours-$p-$rep.log" "$prov" rdma ofi,self \
+                --bind-to "$bind" "$bindir/osc_bench" -ops put,get,acc,fop,cas,putbw,getbw \
+                "${lat[@]}" "${bw[@]}"
+            run "$bind/floor:$prov" "$OUT/raw/$bind-floor-$p-$rep.log" "$prov" rdma ofi,self \
+                --bind-to "$bind" "$bindir/p2p_bench" -ops lat "${plat[@]}"
+        done
+        for path in "${paths[@]}"; do
+            # shellcheck disable=SC2086 # the MCA arguments split on purpose
+            run "$bind/path:${path%%:*}" "$OUT/raw/$bind-path-${path%%:*}-$rep.log" "tcp;ofi_rxm" \
+                rdma ofi,self --bind-to "$bind" ${path#*:} "$bindir/osc_bench" -ops put,get,fop,cas \
+                "${plat[@]}"
+        done
     done
 done
 
@@ -120,9 +144,13 @@ sort -t$'\t' -k1,1 -k2,2 -k3,3n -k4,4 -k5,5g "$OUT/data.tsv" |
     awk -F'\t' '{ k = $1 "\t" $2 "\t" $3 "\t" $4; n[k]++; v[k, n[k]] = $5 }
     END { for (k in n) print k "\t" v[k, int((n[k] + 1) / 2)] }' | sort -t$'\t' -k1,1 -k2,2 -k4,4 -k3,3n >"$OUT/medians.tsv"
 
-# table.md and goals.md (written in the current folder, then moved)
+# table-BIND.md and goals-BIND.md, per binding (written in OUT)
 cd "$OUT" || die "no $OUT"
-awk -F'\t' -v provs="$PROVIDERS" '
+tables() { # bind
+    awk -F'\t' -v provs="$PROVIDERS" -v bind="$1" '
+    index($1, bind "/") != 1 { next }
+    { sub("^" bind "/", "", $1) }
+    $1 ~ /^path:/ { w = $1; sub(/^path:/, "", w); paths[w] = 1 }
     { m[$1 SUBSEP $2 SUBSEP $3 SUBSEP $4] = $5; if (!(($2 SUBSEP $3 SUBSEP $4) in seen)) { seen[$2 SUBSEP $3 SUBSEP $4] = 1; keys[++nk] = $2 SUBSEP $3 SUBSEP $4 } }
     function f(x) { return x == "" ? "-" : (x >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)) }
     function human(s) { return s >= 1048576 ? (s / 1048576) " MiB" : (s >= 1024 ? (s / 1024) " KiB" : s " B") }
@@ -130,8 +158,8 @@ awk -F'\t' -v provs="$PROVIDERS" '
         np = split(provs, P, " ")
         hdr = "| operation | size | anchor |"; sep = "|---|---|---|"
         for (i = 1; i <= np; i++) { hdr = hdr " ours " P[i] " | ratio |"; sep = sep "---|---|" }
-        print "Latency in us per operation + MPI_Win_flush (lower is better), bandwidth in MB/s (higher is better); ratio = ours / anchor. Floor: ob1 over ours, half a ping-pong of 8 B.\n" > "table.md"
-        print hdr > "table.md"; print sep > "table.md"
+        print "Latency in us per operation + MPI_Win_flush (lower is better), bandwidth in MB/s (higher is better); ratio = ours / anchor. Floor: ob1 over ours, half a ping-pong of 8 B.\n" > ("table-" bind ".md")
+        print hdr > ("table-" bind ".md"); print sep > ("table-" bind ".md")
         for (j = 1; j <= nk; j++) {
             split(keys[j], k, SUBSEP)
             if (k[3] == "rate" || k[1] == "send") continue
@@ -140,21 +168,21 @@ awk -F'\t' -v provs="$PROVIDERS" '
                 o = m["ours:" P[i] SUBSEP keys[j]]; a = m["anchor" SUBSEP keys[j]]
                 line = line " " f(o) " | " ((o != "" && a > 0) ? sprintf("%.2f", o / a) : "-") " |"
             }
-            print line > "table.md"
+            print line > ("table-" bind ".md")
         }
         line = "| floor: ob1 over ours, send | 8 B | - |"
         for (i = 1; i <= np; i++) line = line " " f(m["floor:" P[i] SUBSEP "send" SUBSEP 8 SUBSEP "lat"]) " | - |"
-        print line > "table.md"
+        print line > ("table-" bind ".md")
 
-        print "| goal | provider | ours | against | verdict |" > "goals.md"
-        print "|---|---|---|---|---|" > "goals.md"
+        print "| goal | provider | ours | against | verdict |" > ("goals-" bind ".md")
+        print "|---|---|---|---|---|" > ("goals-" bind ".md")
         for (i = 1; i <= np; i++) {
             fl = m["floor:" P[i] SUBSEP "send" SUBSEP 8 SUBSEP "lat"]
             for (o = 1; o <= 2; o++) {
                 op = o == 1 ? "put" : "get"
                 v = m["ours:" P[i] SUBSEP op SUBSEP 8 SUBSEP "lat"]; a = m["anchor" SUBSEP op SUBSEP 8 SUBSEP "lat"]
-                printf "| %s 8 B + flush <= 2 x floor | %s | %s us | 2 x %s us | %s |\n", op, P[i], f(v), f(fl), (v != "" && fl != "" && v <= 2 * fl) ? "met" : "MISSED" > "goals.md"
-                printf "| %s 8 B + flush <= anchor | %s | %s us | %s us | %s |\n", op, P[i], f(v), f(a), (v != "" && a != "" && v <= a) ? "met" : "MISSED" > "goals.md"
+                printf "| %s 8 B + flush <= 2 x floor | %s | %s us | 2 x %s us | %s |\n", op, P[i], f(v), f(fl), (v != "" && fl != "" && v <= 2 * fl) ? "met" : "MISSED" > ("goals-" bind ".md")
+                printf "| %s 8 B + flush <= anchor | %s | %s us | %s us | %s |\n", op, P[i], f(v), f(a), (v != "" && a != "" && v <= a) ? "met" : "MISSED" > ("goals-" bind ".md")
             }
             for (o = 1; o <= 2; o++) {
                 op = o == 1 ? "put" : "get"; worst = ""; wsz = ""
@@ -166,27 +194,41 @@ awk -F'\t' -v provs="$PROVIDERS" '
                     r = v / a
                     if (worst == "" || r < worst) { worst = r; wsz = k[2] }
                 }
-                printf "| %s bandwidth >= anchor from 64 KiB | %s | lowest ratio %s at %s | 1.00 | %s |\n", op, P[i], worst == "" ? "-" : sprintf("%.2f", worst), wsz == "" ? "-" : human(wsz), (worst != "" && worst >= 1) ? "met" : "MISSED" > "goals.md"
+                printf "| %s bandwidth >= anchor from 64 KiB | %s | lowest ratio %s at %s | 1.00 | %s |\n", op, P[i], worst == "" ? "-" : sprintf("%.2f", worst), wsz == "" ? "-" : human(wsz), (worst != "" && worst >= 1) ? "met" : "MISSED" > ("goals-" bind ".md")
             }
         }
+        print "| path (tcp;ofi_rxm) | put 8 B | get 8 B | fop 8 B | cas 8 B | floor |" > ("paths-" bind ".md")
+        print "|---|---|---|---|---|---|" > ("paths-" bind ".md")
+        fl = f(m["floor:tcp;ofi_rxm" SUBSEP "send" SUBSEP 8 SUBSEP "lat"])
+        printf "| default | %s | %s | %s | %s | %s |\n", f(m["ours:tcp;ofi_rxm" SUBSEP "put" SUBSEP 8 SUBSEP "lat"]), f(m["ours:tcp;ofi_rxm" SUBSEP "get" SUBSEP 8 SUBSEP "lat"]), f(m["ours:tcp;ofi_rxm" SUBSEP "fop" SUBSEP 8 SUBSEP "lat"]), f(m["ours:tcp;ofi_rxm" SUBSEP "cas" SUBSEP 8 SUBSEP "lat"]), fl > ("paths-" bind ".md")
+        for (w in paths) {
+            printf "| %s | %s | %s | %s | %s | %s |\n", w, f(m["path:" w SUBSEP "put" SUBSEP 8 SUBSEP "lat"]), f(m["path:" w SUBSEP "get" SUBSEP 8 SUBSEP "lat"]), f(m["path:" w SUBSEP "fop" SUBSEP 8 SUBSEP "lat"]), f(m["path:" w SUBSEP "cas" SUBSEP 8 SUBSEP "lat"]), fl > ("paths-" bind ".md")
+        }
     }' "$OUT/medians.tsv"
-[[ -s table.md && -s goals.md ]] || die "no table was made"
+    [[ -s table-$1.md && -s goals-$1.md ]] || die "no table was made for --bind-to $1"
+}
+for bind in $BINDINGS; do
+    tables "$bind"
+done
 
-# plots: latency and bandwidth against size, one line per contender
+# plots: latency and bandwidth against size, one line per contender, one
+# file per binding and provider
 if command -v gnuplot >/dev/null 2>&1; then
-    for prov in $PROVIDERS; do
-        p=${prov//;/+}
-        for what in put:lat get:lat acc:lat put:bw get:bw; do
-            op=${what%:*} metric=${what#*:}
-            for who in anchor "ours:$prov"; do
-                awk -F'\t' -v w="$who" -v o="$op" -v mt="$metric" '$1 == w && $2 == o && $4 == mt { print $3, $5 }' \
-                    "$OUT/medians.tsv" >"$OUT/plots/.$op-$metric-${who//[:;]/+}.dat"
+    for bind in $BINDINGS; do
+        for prov in $PROVIDERS; do
+            p=${prov//;/+}
+            for what in put:lat get:lat acc:lat put:bw get:bw; do
+                op=${what%:*} metric=${what#*:}
+                for who in anchor "ours:$prov"; do
+                    awk -F'\t' -v w="$bind/$who" -v o="$op" -v mt="$metric" \
+                        '$1 == w && $2 == o && $4 == mt { print $3, $5 }' \
+                        "$OUT/medians.tsv" >"$OUT/plots/.$op-$metric-${who//[:;]/+}.dat"
+                done
             done
-        done
-        gnuplot <<EOF 2>>"$OUT/plots/gnuplot.log"
+            gnuplot <<EOF 2>>"$OUT/plots/gnuplot.log"
 set terminal png size 1200,420
-set output "$OUT/plots/$p.png"
-set multiplot layout 1,3 title "one-sided across two hosts: osc/rdma over ours ($prov) against osc/pt2pt over ob1 + btl/tcp"
+set output "$OUT/plots/$bind-$p.png"
+set multiplot layout 1,3 title "one-sided across two hosts, --bind-to $bind: osc/rdma over ours ($prov) against osc/pt2pt over ob1 + btl/tcp"
 set logscale xy 2
 set format x "%.0s%cB"
 set key top left
@@ -204,28 +246,48 @@ plot "$OUT/plots/.put-bw-ours+$p.dat" w lp t "put, ours", "$OUT/plots/.get-bw-ou
      "$OUT/plots/.put-bw-anchor.dat" w lp t "put, osc/pt2pt", "$OUT/plots/.get-bw-anchor.dat" w lp t "get, osc/pt2pt"
 unset multiplot
 EOF
+        done
     done
     rm -f "$OUT"/plots/.*.dat
 else
     say "no gnuplot (apt-get install gnuplot-nox): no plots"
 fi
 
+# everything of one binding, for the terminal and the README
+report() { # bind
+    if [[ $1 == core ]]; then
+        echo "--bind-to core (Open MPI's default for 2 ranks: here both ranks share core 0):"
+    else
+        echo "--bind-to $1 (scripts/ofirun's default: the ranks float over both cores):"
+    fi
+    echo
+    cat "$OUT/table-$1.md"
+    echo
+    cat "$OUT/goals-$1.md"
+    echo
+    echo "Other paths of ours (8 B, us per operation + flush):"
+    echo
+    cat "$OUT/paths-$1.md"
+    echo
+}
+
 if [[ ${UPDATE_README:-0} == 1 ]] && ((!quick)); then
     block=$(
         echo "(hosts-bench begin)"
         echo
-        echo "bench/hosts.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s); plots in ${OUT#"$repo"/}/plots/"
+        echo "bench/hosts.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; plots in ${OUT#"$repo"/}/plots/"
         echo
-        cat "$OUT/table.md"
-        echo
-        cat "$OUT/goals.md"
-        echo
+        for bind in $BINDINGS; do
+            report "$bind"
+        done
         echo "(hosts-bench end)"
     )
     BLOCK=$block awk 'BEGIN { b = ENVIRON["BLOCK"] } /^\(hosts-bench begin\)/ { print b; skip = 1; next }
         /^\(hosts-bench end\)/ { skip = 0; next } !skip' "$repo/README" >"$OUT/README.new" &&
         mv "$OUT/README.new" "$repo/README"
 fi
-cat "$OUT/table.md" "$OUT/goals.md"
+for bind in $BINDINGS; do
+    report "$bind"
+done
 say "results in $OUT"
 exit $bad
