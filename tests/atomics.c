@@ -492,6 +492,33 @@ static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int
     }
 }
 
+/* the one value at off of the target's window: set to init with canaries
+ * around it, before the test */
+static void slot_init(const tdesc_t *t, int T, size_t off, uint64_t init)
+{
+    target_begin(T);
+    if (tc_rank == T) {
+        canary_set(off, t->bytes);
+        tstore(t, wbase + off, init);
+    }
+    target_end(T);
+}
+
+/* after it: the value, read by the target (which checks the canaries),
+ * on every rank */
+static uint64_t slot_final(const tdesc_t *t, int T, size_t off, const char *what)
+{
+    uint64_t final = 0;
+    target_begin(T);
+    if (tc_rank == T) {
+        final = tload(t, wbase + off);
+        canary_check(what, off, t->bytes);
+    }
+    target_end(T);
+    MPI_CHECK(MPI_Bcast(&final, 1, MPI_UINT64_T, T, MPI_COMM_WORLD));
+    return final;
+}
+
 /* ---------------- MPI_Fetch_and_op ---------------- */
 
 static void test_fetch_and_op(int op, const tdesc_t *t, int T)
@@ -505,12 +532,7 @@ static void test_fetch_and_op(int op, const tdesc_t *t, int T)
     snprintf(what, sizeof(what), "fetch_and_op %s %s target=%d (%s, offset %zu)", op_names[op],
              t->name, T, kind_names[wkind], off);
 
-    target_begin(T);
-    if (tc_rank == T) {
-        canary_set(off, t->bytes);
-        tstore(t, wbase + off, init);
-    }
-    target_end(T);
+    slot_init(t, T, off, init);
 
     counters_start();
     uint64_t fetched[K_FAO];
@@ -536,14 +558,7 @@ static void test_fetch_and_op(int op, const tdesc_t *t, int T)
     counters_stop(what);
 
     /* final value, read by the target */
-    uint64_t final = 0;
-    target_begin(T);
-    if (tc_rank == T) {
-        final = tload(t, wbase + off);
-        canary_check(what, off, t->bytes);
-    }
-    target_end(T);
-    MPI_CHECK(MPI_Bcast(&final, 1, MPI_UINT64_T, T, MPI_COMM_WORLD));
+    uint64_t final = slot_final(t, T, off, what);
 
     uint64_t *all = tc_rank == 0 ? malloc(sizeof(uint64_t) * n * K_FAO) : NULL;
     MPI_CHECK(MPI_Gather(fetched, K_FAO, MPI_UINT64_T, all, K_FAO, MPI_UINT64_T, 0,
@@ -602,12 +617,7 @@ static void test_cas_counter(const tdesc_t *t, int T)
     snprintf(what, sizeof(what), "compare_and_swap counter %s target=%d (%s, offset %zu)", t->name,
              T, kind_names[wkind], off);
 
-    target_begin(T);
-    if (tc_rank == T) {
-        canary_set(off, t->bytes);
-        tstore(t, wbase + off, init);
-    }
-    target_end(T);
+    slot_init(t, T, off, init);
 
     counters_start();
     uint64_t won[K_CAS];
@@ -654,14 +664,7 @@ static void test_cas_counter(const tdesc_t *t, int T)
     MPI_CHECK(MPI_Win_unlock_all(win));
     counters_stop(what);
 
-    uint64_t final = 0;
-    target_begin(T);
-    if (tc_rank == T) {
-        final = tload(t, wbase + off);
-        canary_check(what, off, t->bytes);
-    }
-    target_end(T);
-    MPI_CHECK(MPI_Bcast(&final, 1, MPI_UINT64_T, T, MPI_COMM_WORLD));
+    uint64_t final = slot_final(t, T, off, what);
 
     long total_attempts = 0;
     MPI_CHECK(MPI_Reduce(&attempts, &total_attempts, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));

@@ -1,10 +1,16 @@
 # shellcheck shell=bash
 #
-# tests/lib.sh: what every test runner of tests/ shares. Source it after
-# setting `repo', `tests', `bindir' and `logdir'.
+# tests/lib.sh: what every test runner of tests/ shares. Source it, then
+# set `logdir'; `tests', `repo', `bindir' and `ofirun' default to this
+# tree's when the runner did not set them first.
 #
 #   provider_problem PROV [CAPS]
 #                              why PROV cannot be tested here, or nothing
+#   provider_ok LABEL PROV [CAPS]
+#                              status 1 when PROV cannot be tested here,
+#                              after reporting LABEL SKIP or FAIL
+#   case_start CASE            the caller's group, pname, prov, a, b, t0 and
+#                              log (emptied) for a case GROUP:PNAME:A[:B]
 #   build NAME SRC [DEP|-FLAG...]
 #                              mpicc SRC into $bindir/NAME when stale
 #   report PASS|FAIL|SKIP LABEL SECS TEXT [LOG]
@@ -12,11 +18,29 @@
 #                              counts in $passed $failed $skipped
 #   run_logged LOG SECS CMD... run CMD (timeout SECS), command and output
 #                              appended to LOG; returns CMD's status
+#   check_result LABEL LOG RC OKNAME T0 DETAIL
+#                              PASS or FAIL for a run of RC whose program
+#                              must print "OK OKNAME"
+#   run_jobs LABEL LOG JLOG T0 COUNT OKNAME CMD...
+#                              COUNT runs of CMD back to back, each must
+#                              print "OK OKNAME"; status 1 after reporting
+#                              the first failure
 #   first_fail LOG             the first line that says why a job failed
 #   crash_of LOG               the first crash line, or nothing
 #   summary                    "N passed, N failed"; status 1 on failure
+#   runner_exit                exit 1 on a failure, 77 when all skipped
+#   runner_main [CASE...]      run_case for each CASE (none: list_cases),
+#                              then summary and runner_exit
+#   header_of SCRIPT           print SCRIPT's header comment
 #   runner_help SCRIPT [ARGS]  with -h or --help first in ARGS: print the
 #                              SCRIPT's header comment and exit
+
+# the tree around this file, unless the runner set its own (tests/run.sh,
+# badinput.sh)
+: "${tests:=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+: "${repo:=$(cd "$tests/.." && pwd)}"
+: "${bindir:=$tests/bin}"
+: "${ofirun:=$repo/scripts/ofirun}"
 
 # (read on first use: tests/run.sh sources this before it installs libfabric)
 lib_fi_list=""
@@ -36,6 +60,32 @@ provider_problem() { # prov [caps, default FI_RMA|FI_ATOMIC]
     if ! grep -qx "provider: $prov" <<<"$info"; then
         echo "'fi_info -p $prov -t FI_EP_RDM -c $caps' reports no such endpoint"
     fi
+}
+
+# the check every runner makes before a case: a provider missing here
+# fails the case, or skips it with BTL_OFI_ALLOW_SKIP=1
+provider_ok() { # label prov [caps]
+    local why
+    why=$(provider_problem "$2" "${3:-}")
+    [[ -z $why ]] && return 0
+    if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
+        report SKIP "$1" 0 "$why (allowed by BTL_OFI_ALLOW_SKIP=1)"
+    else
+        report FAIL "$1" 0 "$why (BTL_OFI_ALLOW_SKIP=1 to allow)"
+    fi
+    return 1
+}
+
+# A case name is GROUP:PNAME:A[:B], PNAME a provider with ';' written '+'
+# (a case name is one word). Sets the caller's locals group, pname, prov,
+# a, b, t0 (now) and log ($logdir/CASE.log, emptied).
+# shellcheck disable=SC2034 # the caller's locals
+case_start() { # case
+    IFS=: read -r group pname a b <<<"$1"
+    prov=${pname//+/;}
+    t0=$SECONDS
+    log=$logdir/${1//:/-}.log
+    : >"$log"
 }
 
 build() { # name src [deps and flags...]
@@ -68,7 +118,7 @@ compile() { # prog
     local inc
     case $1 in
     hello | putget | atomics | sync | canary | mcs | llist) build "$1" "$tests/$1.c" ;;
-    workload | death) build "$1" "$tests/faults/$1.c" ;;
+    workload | death | soak) build "$1" "$tests/faults/$1.c" ;;
     regexpose)
         # it includes ompi_config.h and drives the BTL API: Open MPI's
         # devel headers (include/openmpi) and libopen-pal
@@ -126,6 +176,57 @@ run_logged() { # log secs cmd...
     timeout -k 20 "$secs" "$@" </dev/null >>"$log" 2>&1
 }
 
+# a run of a program that prints "OK OKNAME" when all its checks passed:
+# a timeout (rc 124, or 137 after the kill) is a hang
+# shellcheck disable=SC2154 # test_timeout: the runner's, seconds per run
+check_result() { # label log rc okname t0 detail
+    local label=$1 log=$2 rc=$3 okname=$4 t0=$5 detail=$6 secs what
+    secs=$((SECONDS - t0))
+    if ((rc == 124 || rc == 137)); then
+        report FAIL "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
+    elif ((rc != 0)); then
+        what=$(first_fail "$log")
+        report FAIL "$label" $secs "exit code $rc${what:+: $what}" "$log"
+    elif ! grep -qx "OK $okname" "$log"; then
+        report FAIL "$label" $secs "exit code 0 but no 'OK $okname' line" "$log"
+    else
+        report PASS "$label" $secs "$detail"
+    fi
+}
+
+# Back-to-back jobs: start-up and teardown races show as one job in many
+# failing. Each job's output replaces the last in JLOG; the first failed
+# job's goes into LOG and ends the case with a FAIL. All passed: "N of
+# COUNT jobs passed" in LOG and status 0, the PASS line (with the time
+# per job) is the caller's. Runs CMD with the caller's environment
+# (BTL_OFI_EXPECT_PROVIDER=PROV run_jobs ...).
+# shellcheck disable=SC2154 # test_timeout: the runner's, seconds per job
+run_jobs() { # label log jlog t0 count okname cmd...
+    local label=$1 log=$2 jlog=$3 t0=$4 count=$5 okname=$6 i ok=0 rc
+    shift 6
+    for ((i = 1; i <= count; i++)); do
+        : >"$jlog"
+        run_logged "$jlog" "$test_timeout" "$@"
+        rc=$?
+        if ((rc != 0)) || ! grep -qx "OK $okname" "$jlog"; then
+            {
+                echo "job $i of $count failed (exit code $rc); $ok passed before it"
+                cat "$jlog"
+            } >>"$log"
+            if ((rc == 124 || rc == 137)); then
+                report FAIL "$label" $((SECONDS - t0)) \
+                    "job $i of $count timed out after ${test_timeout}s (hang?); $ok passed" "$log"
+            else
+                report FAIL "$label" $((SECONDS - t0)) \
+                    "job $i of $count failed, exit code $rc: $(first_fail "$jlog"); $ok passed" "$log"
+            fi
+            return 1
+        fi
+        ok=$((ok + 1))
+    done
+    echo "$ok of $count jobs passed" >>"$log"
+}
+
 first_fail() { # log
     local what
     what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
@@ -148,10 +249,34 @@ summary() {
     ((failed == 0))
 }
 
+# 77: tests/run.sh counts a runner whose every case was skipped as skipped
+runner_exit() {
+    ((failed)) && exit 1
+    ((skipped && !passed)) && exit 77
+    exit 0
+}
+
+# the main of a runner with list_cases and run_case
+runner_main() { # [case...]
+    local c
+    # shellcheck disable=SC2046 # a case name is one word
+    (($#)) || set -- $(list_cases)
+    for c in "$@"; do
+        run_case "$c"
+    done
+    summary
+    runner_exit
+}
+
+# the comment under a script's #! line, without the '#'
+header_of() { # script
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$1"
+}
+
 runner_help() { # script [args...]
     case ${2:-} in
     -h | --help)
-        awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$1"
+        header_of "$1"
         exit 0
         ;;
     esac

@@ -17,25 +17,22 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=$(cd "$here/.." && pwd)
-repo=$(cd "$tests/.." && pwd)
+# shellcheck source=tests/lib.sh
+source "$here/../lib.sh"
 logdir=$tests/logs/faults
 count=${1:-1000}
 tmo=${BTL_OFI_TEST_TIMEOUT:-120}
 
 if [[ $count == -h || $count == --help ]] || ! [[ $count =~ ^[0-9]+$ ]]; then
-    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+    header_of "$0"
     exit 2
 fi
 read -r -a provs <<<"${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}"
 
-mkdir -p "$tests/bin" "$logdir"
-if [[ ! -x $tests/bin/workload || $tests/bin/workload -ot $here/workload.c ||
-    $tests/bin/workload -ot $tests/common.h ]]; then
-    mpicc -g -O2 -Wall -o "$tests/bin/workload" "$here/workload.c" || exit 1
-fi
+mkdir -p "$bindir" "$logdir"
+compile workload || exit 1
 
-summary=()
+results=()
 total_failed=0
 for prov in "${provs[@]}"; do
     p=${prov//;/+}
@@ -43,9 +40,9 @@ for prov in "${provs[@]}"; do
     ok=0 bad=0 t0=$SECONDS
     for ((i = 1; i <= count; i++)); do
         jlog=$logdir/endurance-$p-last.log
-        BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 20 "$tmo" "$repo/scripts/ofirun" -np 2 \
-            --mca btl_ofi_provider_include "$prov" "$tests/bin/workload" all -n 2 \
-            </dev/null >"$jlog" 2>&1
+        : >"$jlog"
+        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$jlog" "$tmo" "$ofirun" -np 2 \
+            --mca btl_ofi_provider_include "$prov" "$bindir/workload" all -n 2
         rc=$?
         if ((rc == 0)) && grep -qx 'OK workload' "$jlog"; then
             ok=$((ok + 1))
@@ -62,8 +59,8 @@ for prov in "${provs[@]}"; do
     rm -f "$logdir/endurance-$p-last.log"
     secs=$((SECONDS - t0))
     per=$((secs * 100 / (count > 0 ? count : 1)))
-    summary+=("endurance $prov: $ok passed, $bad failed of $count ($secs s, $((per / 100)).$(printf '%02d' $((per % 100))) s per job)")
+    results+=("endurance $prov: $ok passed, $bad failed of $count ($secs s, $((per / 100)).$(printf '%02d' $((per % 100))) s per job)")
     total_failed=$((total_failed + bad))
 done
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${results[@]}"
 exit $((total_failed > 0))

@@ -342,6 +342,21 @@ static int hear(int src)
 static unsigned char *l_buf;
 static mca_btl_base_registration_handle_t *l_handle;
 
+/* a registration the peer may read, write and update */
+#define REG_RWA                                                                                    \
+    (MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE | MCA_BTL_REG_FLAG_REMOTE_ATOMIC)
+
+/* owner: a region of `fill', registered with `flags' and shipped to the
+ * peer */
+static unsigned char *expose(unsigned char fill, uint32_t flags,
+                             mca_btl_base_registration_handle_t **h)
+{
+    unsigned char *m = region_alloc(fill);
+    *h = reg(m, flags);
+    ship(m, *h);
+    return m;
+}
+
 /* ------------------------------------------------------------- cases */
 
 static void case_window(void)
@@ -466,15 +481,39 @@ static const char *owner_check(const unsigned char *m, unsigned char fill, int p
     return "";
 }
 
+/* owner: the peer's report on accesses to m that must all be refused;
+ * *mem as owner_check with nothing landed. While it waits, m is watched:
+ * a report that never arrives says whether m still holds `fill' (hear) */
+static int hear_refused(const unsigned char *m, unsigned char fill, const char **mem)
+{
+    watch_mem = m;
+    watch_fill = fill;
+    int bits = hear(1);
+    *mem = owner_check(m, fill, 0, 0, 0);
+    return bits;
+}
+
+/* the verdict's words on the owner's memory (owner_check's `mem') */
+static const char *mem_note(const char *mem)
+{
+    return mem[0] ? tc_fmt("owner memory CHANGED: %s", mem) : "owner memory unchanged";
+}
+
+/* peer: the next shipped region into *s, tried as peer_try says; the
+ * bits go to the owner */
+static void peer_answer(shipped_t *s, const char *what, unsigned char get_fill,
+                        unsigned char put_fill, int do_get, int do_put, int do_atomic)
+{
+    receive_shipped(s);
+    tell(0, peer_try(what, s, get_fill, put_fill, do_get, do_put, do_atomic));
+}
+
 static void case_rw(void)
 {
     cur_case = "rw";
     if (0 == tc_rank) {
-        unsigned char *a = region_alloc(0xA1);
-        mca_btl_base_registration_handle_t *h
-            = reg(a, MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE
-                         | MCA_BTL_REG_FLAG_REMOTE_ATOMIC);
-        ship(a, h);
+        mca_btl_base_registration_handle_t *h;
+        unsigned char *a = expose(0xA1, REG_RWA, &h);
         int bits = hear(1);
         const char *mem = owner_check(a, 0xA1, 1, 0xB2, have_atomics());
         int ok = (bits & 1) && (bits & 4) && ((bits & 16) || (bits & 64)) && !mem[0];
@@ -488,8 +527,7 @@ static void case_rw(void)
         dereg(h);
     } else if (1 == tc_rank) {
         shipped_t s;
-        receive_shipped(&s);
-        tell(0, peer_try("rw", &s, 0xA1, 0xB2, 1, 1, 1));
+        peer_answer(&s, "rw", 0xA1, 0xB2, 1, 1, 1);
     }
 }
 
@@ -524,13 +562,9 @@ static void case_readonly(void)
 {
     cur_case = "readonly";
     if (0 == tc_rank) {
-        unsigned char *b = region_alloc(0x5A);
-        mca_btl_base_registration_handle_t *h = reg(b, MCA_BTL_REG_FLAG_REMOTE_READ);
-        ship(b, h);
-        watch_mem = b;
-        watch_fill = 0x5A;
-        int bits = hear(1);
-        const char *mem = owner_check(b, 0x5A, 0, 0, 0);
+        mca_btl_base_registration_handle_t *h;
+        const char *mem;
+        int bits = hear_refused(expose(0x5A, MCA_BTL_REG_FLAG_REMOTE_READ, &h), 0x5A, &mem);
         int ok = (bits & 1) && (bits & 8) && !mem[0];
         verdict("readonly", ok, "%s%s%s",
                 (bits & 1) ? "get worked; " : "get through the read-only registration FAILED; ",
@@ -538,12 +572,11 @@ static void case_readonly(void)
                 : (bits & 4) ? "a put through a READ-ONLY registration completed successfully; "
                              : "a put through a READ-ONLY registration got neither error nor "
                                "completion; ",
-                mem[0] ? tc_fmt("owner memory CHANGED: %s", mem) : "owner memory unchanged");
+                mem_note(mem));
         dereg(h);
     } else if (1 == tc_rank) {
         shipped_t s;
-        receive_shipped(&s);
-        tell(0, peer_try("readonly", &s, 0x5A, 0x6B, 1, 1, 0));
+        peer_answer(&s, "readonly", 0x5A, 0x6B, 1, 1, 0);
     }
 }
 
@@ -551,13 +584,9 @@ static void case_noatomic(void)
 {
     cur_case = "noatomic";
     if (0 == tc_rank) {
-        unsigned char *b = region_alloc(0x5A);
-        mca_btl_base_registration_handle_t *h = reg(b, MCA_BTL_REG_FLAG_REMOTE_READ);
-        ship(b, h);
-        watch_mem = b;
-        watch_fill = 0x5A;
-        int bits = hear(1);
-        const char *mem = owner_check(b, 0x5A, 0, 0, 0);
+        mca_btl_base_registration_handle_t *h;
+        const char *mem;
+        int bits = hear_refused(expose(0x5A, MCA_BTL_REG_FLAG_REMOTE_READ, &h), 0x5A, &mem);
         if (bits & 64) {
             verdict("noatomic", 1, "the module offers no atomics: nothing to check");
         } else {
@@ -568,13 +597,12 @@ static void case_noatomic(void)
                                     "successfully; "
                                   : "an atomic add through a READ-ONLY registration got neither "
                                     "error nor completion; ",
-                    mem[0] ? tc_fmt("owner memory CHANGED: %s", mem) : "owner memory unchanged");
+                    mem_note(mem));
         }
         dereg(h);
     } else if (1 == tc_rank) {
         shipped_t s;
-        receive_shipped(&s);
-        tell(0, peer_try("noatomic", &s, 0x5A, 0, 0, 0, 1));
+        peer_answer(&s, "noatomic", 0x5A, 0, 0, 0, 1);
     }
 }
 
@@ -582,22 +610,16 @@ static void case_dereg(void)
 {
     cur_case = "dereg";
     if (0 == tc_rank) {
-        unsigned char *a = region_alloc(0xA1);
-        mca_btl_base_registration_handle_t *h
-            = reg(a, MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE
-                         | MCA_BTL_REG_FLAG_REMOTE_ATOMIC);
-        ship(a, h);
+        mca_btl_base_registration_handle_t *h;
+        unsigned char *a = expose(0xA1, REG_RWA, &h);
         int bits = hear(1);
         const char *mem = owner_check(a, 0xA1, 1, 0xB2, have_atomics());
         CHECK((bits & 1) && (bits & 4) && !mem[0],
               "the registration did not work before deregistration (bits 0x%x) %s", bits, mem);
         dereg(h);
         memset(a, 0xC3, REGION);
-        watch_mem = a;
-        watch_fill = 0xC3;
         tell(1, 1);
-        bits = hear(1);
-        mem = owner_check(a, 0xC3, 0, 0, 0);
+        bits = hear_refused(a, 0xC3, &mem);
         int atomic_ok = (bits & 32) || (bits & 64);
         int ok = (bits & 2) && (bits & 8) && atomic_ok && !mem[0];
         verdict("dereg", ok, "%s%s%s%s",
@@ -610,8 +632,7 @@ static void case_dereg(void)
                 mem[0] ? tc_fmt("DEREGISTERED memory CHANGED: %s", mem) : "owner memory unchanged");
     } else if (1 == tc_rank) {
         shipped_t s;
-        receive_shipped(&s);
-        tell(0, peer_try("dereg, before", &s, 0xA1, 0xB2, 1, 1, 1));
+        peer_answer(&s, "dereg, before", 0xA1, 0xB2, 1, 1, 1);
         (void) hear(0);
         tell(0, peer_try("dereg, old handle", &s, 0xC3, 0xD4, 1, 1, 1));
     }
@@ -624,11 +645,8 @@ static void case_rereg(void)
 {
     cur_case = "rereg";
     if (0 == tc_rank) {
-        unsigned char *r = region_alloc(0x3C);
-        mca_btl_base_registration_handle_t *h
-            = reg(r, MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_REMOTE_WRITE
-                         | MCA_BTL_REG_FLAG_REMOTE_ATOMIC);
-        ship(r, h);
+        mca_btl_base_registration_handle_t *h;
+        unsigned char *r = expose(0x3C, REG_RWA, &h);
         int bits = hear(1);
         const char *mem = owner_check(r, 0x3C, 1, 0x4D, 0);
         CHECK((bits & 4) && !mem[0], "the read-write registration did not work (bits 0x%x) %s",
@@ -640,24 +658,19 @@ static void case_rereg(void)
         h = reg(r, MCA_BTL_REG_FLAG_REMOTE_READ);
         memcpy(&k2, h, sizeof(k2));
         ship(r, h);
-        watch_mem = r;
-        watch_fill = 0x3C;
-        bits = hear(1);
-        mem = owner_check(r, 0x3C, 0, 0, 0);
+        bits = hear_refused(r, 0x3C, &mem);
         int ok = (bits & 1) && (bits & 8) && !mem[0];
         verdict("rereg", ok, "%s%s%s%s",
                 k1 == k2 ? "the read-only registration got the OLD read-write key; " : "",
                 (bits & 1) ? "" : "get through the read-only registration FAILED; ",
                 (bits & 8) ? "put through the read-only re-registration refused; "
                            : "a put through the read-only re-registration was NOT refused; ",
-                mem[0] ? tc_fmt("owner memory CHANGED: %s", mem) : "owner memory unchanged");
+                mem_note(mem));
         dereg(h);
     } else if (1 == tc_rank) {
         shipped_t s;
-        receive_shipped(&s);
-        tell(0, peer_try("rereg, read-write", &s, 0x3C, 0x4D, 0, 1, 0));
-        receive_shipped(&s);
-        tell(0, peer_try("rereg, read-only", &s, 0x3C, 0x5E, 1, 1, 0));
+        peer_answer(&s, "rereg, read-write", 0x3C, 0x4D, 0, 1, 0);
+        peer_answer(&s, "rereg, read-only", 0x3C, 0x5E, 1, 1, 0);
     }
 }
 
@@ -678,11 +691,8 @@ static void case_winfree(void)
         dereg(h);
         MPI_CHECK(MPI_Win_free(&win));
         memset(w, 0x99, REGION);
-        watch_mem = w;
-        watch_fill = 0x99;
         tell(1, 1);
-        bits = hear(1);
-        mem = owner_check(w, 0x99, 0, 0, 0);
+        bits = hear_refused(w, 0x99, &mem);
         int ok = (bits & 8) && !mem[0];
         verdict("winfree", ok, "%s%s",
                 (bits & 8) ? "put with the old handle after MPI_Win_free refused; "
@@ -691,8 +701,7 @@ static void case_winfree(void)
     } else {
         shipped_t s;
         if (1 == tc_rank) {
-            receive_shipped(&s);
-            tell(0, peer_try("winfree, live window", &s, 0, 0x88, 0, 1, 0));
+            peer_answer(&s, "winfree, live window", 0, 0x88, 0, 1, 0);
         }
         MPI_CHECK(MPI_Win_free(&win));
         if (1 == tc_rank) {

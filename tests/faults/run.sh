@@ -133,11 +133,9 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=$(cd "$here/.." && pwd)
-repo=$(cd "$tests/.." && pwd)
-bindir=$tests/bin
+# shellcheck source=tests/lib.sh
+source "$here/../lib.sh"
 logdir=$tests/logs/faults
-ofirun=$repo/scripts/ofirun
 
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -196,14 +194,18 @@ if [[ ${1:-} == --list ]]; then
 fi
 
 # ------------------------------------------------------------------ helpers
-# shellcheck source=tests/lib.sh
-source "$tests/lib.sh"
 runner_help "$0" "$@"
 
 # Open MPI 4.1.4 loses show_help messages (about one run in two with two
 # ranks reporting): mpirun prints this instead of the message
 help_lost() { # log
     grep -q 'ORTE_ERROR_LOG: .*show_help\.c' "$1"
+}
+
+# whether to repeat a run that lacks its message: Open MPI lost one, and
+# the run did not hang
+lost_again() { # log rc
+    ((!($2 == 124 || $2 == 137))) && help_lost "$1"
 }
 
 alive() { # pid: running (not a zombie)?
@@ -562,8 +564,7 @@ run_inject() { # label prov call log t0
             if grep -qE 'Call: +fi_getinfo$' "$alog" && grep -q 'no usable libfabric provider' "$alog"; then
                 break
             fi
-            ((rc == 124 || rc == 137)) && break
-            help_lost "$alog" || break
+            lost_again "$alog" "$rc" || break
             lost=$((lost + 1))
         done
         cat "$alog" >>"$log"
@@ -597,8 +598,7 @@ run_inject() { # label prov call log t0
                 --mca btl_ofi_provider_include "$prov" "$bindir/workload" all -n 2
             rc=$?
             grep -qE 'Call: +fi_getinfo$' "$alog" && break
-            ((rc == 124 || rc == 137)) && break
-            help_lost "$alog" || break
+            lost_again "$alog" "$rc" || break
             lost=$((lost + 1))
         done
         cat "$alog" >>"$log"
@@ -647,8 +647,8 @@ run_inject() { # label prov call log t0
         else
             n=$(grep -cE "$hdr" "$alog")
         fi
-        ((n >= 1 || rc == 124 || rc == 137)) && break
-        help_lost "$alog" || break
+        ((n >= 1)) && break
+        lost_again "$alog" "$rc" || break
         lost=$((lost + 1))
     done
     fired=$(grep -m1 -oE "btl/ofi: injecting a failure into $call call 1" "$alog")
@@ -813,8 +813,39 @@ ours_in_reports() { # kind(asan|vg) files...
         END { printf "%d\t%s\n", n, first }'
 }
 
+# one program's sanitizer reports into the case's log; prints why the
+# case fails when one of them has a frame of ours (ours_in_reports)
+our_reports() { # kind(asan|vg) tool log name files...
+    local kind=$1 tool=$2 log=$3 name=$4 f res n
+    shift 4
+    for f in "$@"; do
+        echo "==== ${f##*/} ($name)" >>"$log"
+        cat "$f" >>"$log"
+    done
+    res=$(ours_in_reports "$kind" "$@")
+    n=${res%%$'\t'*}
+    if ((n > 0)); then
+        echo "$name: $n $tool report(s) with a frame in btl_ofi_*.c, first:${res#*$'\t'}"
+    fi
+}
+
+# the end of an asan or memcheck case: FAIL with every WHY (the reports
+# are in the case's log; BTL_OFI_KEEP_WORK=1 keeps the build and logs in
+# WORK), or PASS with DETAIL
+sanitizer_verdict() { # label log t0 work detail [why...]
+    local label=$1 log=$2 t0=$3 work=$4 detail=$5
+    shift 5
+    if (($#)); then
+        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
+        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "$@" | sed 's/; $//')" "$log"
+    else
+        rm -rf "$work"
+        report PASS "$label" $((SECONDS - t0)) "$detail"
+    fi
+}
+
 run_asan() { # label prov log t0
-    local label=$1 prov=$2 log=$3 t0=$4 work prefix lib prog rc res n first
+    local label=$1 prov=$2 log=$3 t0=$4 work prefix lib prog rc ours
     local -a fails=() notes=()
     work=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-asan.XXXXXX") || {
         report FAIL "$label" 0 "mktemp -d failed"
@@ -852,31 +883,16 @@ run_asan() { # label prov log t0
             fails+=("$name: expected an ASan report file per rank, got ${#files[@]} (did LeakSanitizer run?)")
             continue
         fi
-        for f in "${files[@]}"; do
-            echo "==== ${f##*/} ($name)" >>"$log"
-            cat "$f" >>"$log"
-        done
-        res=$(ours_in_reports asan "${files[@]}")
-        n=${res%%$'\t'*}
-        first=${res#*$'\t'}
-        if ((n > 0)); then
-            fails+=("$name: $n ASan report(s) with a frame in btl_ofi_*.c, first:$first")
-        fi
+        ours=$(our_reports asan ASan "$log" "$name" "${files[@]}")
+        [[ -n $ours ]] && fails+=("$ours")
         notes+=("$name: $(cat "${files[@]}" | grep -c 'leak of') leak reports, $(cat "${files[@]}" | grep -c 'ERROR: AddressSanitizer') errors, none with our frame")
     done
-    if ((${#fails[@]})); then
-        # the reports are in the case's log; keep the build with
-        # BTL_OFI_KEEP_WORK=1
-        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
-        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${fails[@]}" | sed 's/; $//')" "$log"
-    else
-        rm -rf "$work"
-        report PASS "$label" $((SECONDS - t0)) "$(printf '%s; ' "${notes[@]}" | sed 's/; $//') (Open MPI's own leaks suppressed by tests/faults/lsan.supp)"
-    fi
+    sanitizer_verdict "$label" "$log" "$t0" "$work" \
+        "$(printf '%s; ' "${notes[@]}" | sed 's/; $//') (Open MPI's own leaks suppressed by tests/faults/lsan.supp)" "${fails[@]}"
 }
 
 run_memcheck() { # label prov log t0
-    local label=$1 prov=$2 log=$3 t0=$4 work prog rc res n first shim
+    local label=$1 prov=$2 log=$3 t0=$4 work prog rc ours shim
     local -a fails=() notes=()
     if ! command -v valgrind >/dev/null; then
         report FAIL "$label" 0 "valgrind is not installed (apt-get install valgrind)"
@@ -911,68 +927,30 @@ run_memcheck() { # label prov log t0
             fails+=("$name: expected a valgrind log per rank, got ${#files[@]}")
             continue
         fi
-        for f in "${files[@]}"; do
-            echo "==== ${f##*/} ($name)" >>"$log"
-            cat "$f" >>"$log"
-        done
-        res=$(ours_in_reports vg "${files[@]}")
-        n=${res%%$'\t'*}
-        first=${res#*$'\t'}
-        if ((n > 0)); then
-            fails+=("$name: $n memcheck report(s) with a frame in btl_ofi_*.c, first:$first")
-        fi
+        ours=$(our_reports vg memcheck "$log" "$name" "${files[@]}")
+        [[ -n $ours ]] && fails+=("$ours")
         notes+=("$name: $(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*suppressed: \([0-9]*\).*/\1 \2/p' "${files[@]}" | awk '{e+=$1; s+=$2} END {printf "%d errors elsewhere, %d suppressed", e, s}')")
     done
-    if ((${#fails[@]})); then
-        # the valgrind logs are in the case's log
-        [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
-        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${fails[@]}" | sed 's/; $//')" "$log"
-    else
-        rm -rf "$work"
-        report PASS "$label" $((SECONDS - t0)) "no report with a frame in btl_ofi_*.c; $(printf '%s; ' "${notes[@]}" | sed 's/; $//')"
-    fi
+    sanitizer_verdict "$label" "$log" "$t0" "$work" \
+        "no report with a frame in btl_ofi_*.c; $(printf '%s; ' "${notes[@]}" | sed 's/; $//')" "${fails[@]}"
 }
 
 # ------------------------------------------------------------------ jobs
-run_jobs() { # label prov pname count log t0
-    local label=$1 prov=$2 pname=$3 count=$4 log=$5 t0=$6 i ok=0 jlog rc
-    for ((i = 1; i <= count; i++)); do
-        jlog=$logdir/jobs-$pname-last.log
-        : >"$jlog"
-        BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$jlog" "$test_timeout" "$ofirun" -np 2 \
-            --mca btl_ofi_provider_include "$prov" "$bindir/workload" all -n 2
-        rc=$?
-        if ((rc != 0)) || ! grep -qx "OK workload" "$jlog"; then
-            {
-                echo "job $i of $count failed (exit code $rc); $ok passed before it"
-                cat "$jlog"
-            } >>"$log"
-            if ((rc == 124 || rc == 137)); then
-                report FAIL "$label" $((SECONDS - t0)) \
-                    "job $i of $count timed out after ${test_timeout}s (hang?); $ok passed" "$log"
-            else
-                report FAIL "$label" $((SECONDS - t0)) \
-                    "job $i of $count failed, exit code $rc: $(first_fail "$jlog"); $ok passed" "$log"
-            fi
-            return
-        fi
-        ok=$((ok + 1))
-    done
-    echo "$ok of $count jobs passed" >>"$log"
-    local secs=$((SECONDS - t0)) per
+run_jobs_case() { # label prov pname count log t0
+    local label=$1 prov=$2 pname=$3 count=$4 log=$5 t0=$6 secs per
+    BTL_OFI_EXPECT_PROVIDER=$prov run_jobs "$label" "$log" "$logdir/jobs-$pname-last.log" "$t0" "$count" workload \
+        "$ofirun" -np 2 --mca btl_ofi_provider_include "$prov" "$bindir/workload" all -n 2 || return
+    secs=$((SECONDS - t0))
     per=$((secs * 10 / (count > 0 ? count : 1)))
-    report PASS "$label" $secs "$ok of $count jobs passed, $((per / 10)).$((per % 10)) s per job"
+    report PASS "$label" $secs "$count of $count jobs passed, $((per / 10)).$((per % 10)) s per job"
 }
 
 # ------------------------------------------------------------------ one case
 run_case() {
-    local c=$1 group pname prov a label log t0
-    IFS=: read -r group pname a <<<"$c"
-    prov=${pname//+/;}
-    t0=$SECONDS
-    log=$logdir/${c//:/-}.log
+    # shellcheck disable=SC2034 # b: case_start's, no case here has one
+    local c=$1 group pname prov a b label log t0
+    case_start "$c"
     rm -f "${log%.log}"-*.log
-    : >"$log"
 
     case $group in
     death) label="faults $prov death $a" ;;
@@ -992,16 +970,7 @@ run_case() {
         return
     fi
 
-    local why
-    why=$(provider_problem "$prov")
-    if [[ -n $why ]]; then
-        if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
-            report SKIP "$label" 0 "$why (allowed by BTL_OFI_ALLOW_SKIP=1)"
-        else
-            report FAIL "$label" 0 "$why (BTL_OFI_ALLOW_SKIP=1 to allow)"
-        fi
-        return
-    fi
+    provider_ok "$label" "$prov" || return
 
     local -a progs=()
     case $group in
@@ -1043,23 +1012,10 @@ run_case() {
             report FAIL "$label" 0 "COUNT '$a' is not a number"
             return
         fi
-        run_jobs "$label" "$prov" "$pname" "$a" "$log" "$t0"
+        run_jobs_case "$label" "$prov" "$pname" "$a" "$log" "$t0"
         ;;
     esac
 }
 
 # ------------------------------------------------------------------ main
-if (($# == 0)); then
-    set -- $(list_cases)
-fi
-for c in "$@"; do
-    run_case "$c"
-done
-echo "$passed passed, $failed failed"
-if ((failed)); then
-    exit 1
-fi
-if ((skipped && !passed)); then
-    exit 77
-fi
-exit 0
+runner_main "$@"

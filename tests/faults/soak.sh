@@ -17,14 +17,14 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=$(cd "$here/.." && pwd)
-repo=$(cd "$tests/.." && pwd)
+# shellcheck source=tests/lib.sh
+source "$here/../lib.sh"
 logdir=$tests/logs/faults
 np=${NP:-4}
 
 minutes=${1:-}
 if [[ -z $minutes || $minutes == -h || $minutes == --help ]] || ! [[ $minutes =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
-    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"
+    header_of "$0"
     exit 2
 fi
 shift
@@ -33,31 +33,27 @@ if ((${#provs[@]} == 0)); then
     read -r -a provs <<<"${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}"
 fi
 
-mkdir -p "$tests/bin" "$logdir"
-if [[ ! -x $tests/bin/soak || $tests/bin/soak -ot $here/soak.c || $tests/bin/soak -ot $tests/common.h ]]; then
-    mpicc -g -O2 -Wall -o "$tests/bin/soak" "$here/soak.c" || exit 1
-fi
+mkdir -p "$bindir" "$logdir"
+compile soak || exit 1
 
-fails=0
 for prov in "${provs[@]}"; do
     log=$logdir/soak-${prov//;/+}.log
     seed=${SOAK_SEED:-$(date +%s)}
     # the job's own time plus start-up and the final checks
     limit=$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 + 120 }')
     t0=$SECONDS
-    timeout -k 20 "$limit" "$repo/scripts/ofirun" -np "$np" --oversubscribe \
-        --mca btl_ofi_provider_include "$prov" "$tests/bin/soak" -minutes "$minutes" -seed "$seed" \
-        </dev/null >"$log" 2>&1
+    : >"$log"
+    run_logged "$log" "$limit" "$ofirun" -np "$np" --oversubscribe \
+        --mca btl_ofi_provider_include "$prov" "$bindir/soak" -minutes "$minutes" -seed "$seed"
     rc=$?
     line=$(grep -m1 '^soak: [0-9.]* min on' "$log")
     echo "${line:-soak: no result line from tests/bin/soak ($prov)}"
     if ((rc == 0)) && grep -qx 'OK soak' "$log"; then
-        echo "PASS soak $prov ($((SECONDS - t0))s)"
+        report PASS "soak $prov" $((SECONDS - t0)) ""
     else
-        fails=$((fails + 1))
         why=$(grep -m1 -E 'WRONG|MPI error|FAIL \[rank|Process received signal' "$log" | cut -c1-300)
         ((rc == 124 || rc == 137)) && why="timed out after ${limit}s (hang?)${why:+; $why}"
-        echo "FAIL soak $prov ($((SECONDS - t0))s): exit code $rc${why:+: $why} (log: ${log#"$repo"/})"
+        report FAIL "soak $prov" $((SECONDS - t0)) "exit code $rc${why:+: $why} (log: ${log#"$repo"/})"
     fi
 done
-exit $((fails > 0))
+exit $((failed > 0))

@@ -176,12 +176,14 @@ static void fill_msg(unsigned char *sbuf, size_t n, int r)
     }
 }
 
-/* ping-pong: rank 0 sends, rank 1 answers with its own bytes; one message
- * in flight at a time (MPI_Send/MPI_Recv, then MPI_Isend/MPI_Irecv with
- * the receive posted first) */
-static void run_msg(void)
+/* one exchange of n bytes (a size of msg_sizes) with peer in round r */
+typedef void msg_fn(unsigned char *sbuf, unsigned char *rbuf, size_t n, int peer, int tag, int r);
+
+/* ranks 0 and 1: every size of msg_sizes in every round, each exchanged
+ * by one(); then every rank meets them */
+static void msg_rounds(const char *name, msg_fn *one)
 {
-    phase = "msg";
+    phase = name;
     size_t max = (1u << 20) + 7;
     unsigned char *sbuf = malloc(max), *rbuf = malloc(max);
     CHECK(NULL != sbuf && NULL != rbuf, "malloc");
@@ -189,37 +191,7 @@ static void run_msg(void)
         int peer = 1 - tc_rank;
         for (int r = 0; r < rounds; ++r) {
             for (size_t k = 0; k < NMSG; ++k) {
-                size_t n = msg_sizes[k];
-                int tag = (int) (r * NMSG + k);
-                fill_msg(sbuf, n, r);
-                memset(rbuf, 0xFF, n);
-                if (0 == tc_rank) {
-                    W(MPI_Send(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD), r);
-                    W(MPI_Recv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE), r);
-                } else {
-                    W(MPI_Recv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE), r);
-                    check_msg(rbuf, n, peer, r, "MPI_Send");
-                    memset(rbuf, 0xFF, n);
-                    W(MPI_Send(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD), r);
-                }
-                if (0 == tc_rank) {
-                    check_msg(rbuf, n, peer, r, "MPI_Send");
-                }
-                MPI_Request rq;
-                memset(rbuf, 0xFF, n);
-                if (0 == tc_rank) {
-                    W(MPI_Irecv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq), r);
-                    W(MPI_Send(sbuf, 0, MPI_BYTE, peer, tag, MPI_COMM_WORLD), r); /* go */
-                    W(MPI_Wait(&rq, MPI_STATUS_IGNORE), r);
-                    check_msg(rbuf, n, peer, r, "MPI_Isend");
-                } else {
-                    W(MPI_Recv(rbuf, 0, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                      r);
-                    W(MPI_Isend(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq), r);
-                    W(MPI_Wait(&rq, MPI_STATUS_IGNORE), r);
-                }
+                one(sbuf, rbuf, msg_sizes[k], peer, (int) (r * NMSG + k), r);
             }
         }
     }
@@ -228,38 +200,66 @@ static void run_msg(void)
     free(rbuf);
 }
 
+/* ping-pong: rank 0 sends, rank 1 answers with its own bytes; one message
+ * in flight at a time (MPI_Send/MPI_Recv, then MPI_Isend/MPI_Irecv with
+ * the receive posted first) */
+static void msg_pingpong(unsigned char *sbuf, unsigned char *rbuf, size_t n, int peer, int tag,
+                         int r)
+{
+    fill_msg(sbuf, n, r);
+    memset(rbuf, 0xFF, n);
+    if (0 == tc_rank) {
+        W(MPI_Send(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD), r);
+        W(MPI_Recv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), r);
+    } else {
+        W(MPI_Recv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), r);
+        check_msg(rbuf, n, peer, r, "MPI_Send");
+        memset(rbuf, 0xFF, n);
+        W(MPI_Send(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD), r);
+    }
+    if (0 == tc_rank) {
+        check_msg(rbuf, n, peer, r, "MPI_Send");
+    }
+    MPI_Request rq;
+    memset(rbuf, 0xFF, n);
+    if (0 == tc_rank) {
+        W(MPI_Irecv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq), r);
+        W(MPI_Send(sbuf, 0, MPI_BYTE, peer, tag, MPI_COMM_WORLD), r); /* go */
+        W(MPI_Wait(&rq, MPI_STATUS_IGNORE), r);
+        check_msg(rbuf, n, peer, r, "MPI_Isend");
+    } else {
+        W(MPI_Recv(rbuf, 0, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), r);
+        W(MPI_Isend(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq), r);
+        W(MPI_Wait(&rq, MPI_STATUS_IGNORE), r);
+    }
+}
+
+static void run_msg(void)
+{
+    msg_rounds("msg", msg_pingpong);
+}
+
 /* both ranks send at once: MPI_Irecv + MPI_Isend + MPI_Waitall, then
  * MPI_Sendrecv, each size both ways at the same time */
+static void msg_both(unsigned char *sbuf, unsigned char *rbuf, size_t n, int peer, int tag, int r)
+{
+    MPI_Request rq[2];
+    fill_msg(sbuf, n, r);
+    memset(rbuf, 0xFF, n);
+    W(MPI_Irecv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[0]), r);
+    W(MPI_Isend(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[1]), r);
+    W(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE), r);
+    check_msg(rbuf, n, peer, r, "MPI_Isend");
+    memset(rbuf, 0xFF, n);
+    W(MPI_Sendrecv(sbuf, (int) n, MPI_BYTE, peer, tag, rbuf, (int) n, MPI_BYTE, peer, tag,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+      r);
+    check_msg(rbuf, n, peer, r, "MPI_Sendrecv");
+}
+
 static void run_bidir(void)
 {
-    phase = "bidir";
-    size_t max = (1u << 20) + 7;
-    unsigned char *sbuf = malloc(max), *rbuf = malloc(max);
-    CHECK(NULL != sbuf && NULL != rbuf, "malloc");
-    if (tc_rank < 2) {
-        int peer = 1 - tc_rank;
-        for (int r = 0; r < rounds; ++r) {
-            for (size_t k = 0; k < NMSG; ++k) {
-                size_t n = msg_sizes[k];
-                int tag = (int) (r * NMSG + k);
-                MPI_Request rq[2];
-                fill_msg(sbuf, n, r);
-                memset(rbuf, 0xFF, n);
-                W(MPI_Irecv(rbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[0]), r);
-                W(MPI_Isend(sbuf, (int) n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &rq[1]), r);
-                W(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE), r);
-                check_msg(rbuf, n, peer, r, "MPI_Isend");
-                memset(rbuf, 0xFF, n);
-                W(MPI_Sendrecv(sbuf, (int) n, MPI_BYTE, peer, tag, rbuf, (int) n, MPI_BYTE, peer,
-                               tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  r);
-                check_msg(rbuf, n, peer, r, "MPI_Sendrecv");
-            }
-        }
-    }
-    W(MPI_Barrier(MPI_COMM_WORLD), rounds);
-    free(sbuf);
-    free(rbuf);
+    msg_rounds("bidir", msg_both);
 }
 
 int main(int argc, char **argv)

@@ -47,11 +47,9 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=$(cd "$here/.." && pwd)
-repo=$(cd "$tests/.." && pwd)
-bindir=$tests/bin
+# shellcheck source=tests/lib.sh
+source "$here/../lib.sh"
 logdir=$tests/logs/threads
-ofirun=$repo/scripts/ofirun
 supp=$here/helgrind.supp
 
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
@@ -124,18 +122,12 @@ if [[ ${1:-} == --list ]]; then
 fi
 
 # ------------------------------------------------------------------ helpers
-# shellcheck source=tests/lib.sh
-source "$tests/lib.sh"
 runner_help "$0" "$@"
 
 # ------------------------------------------------------------------ one case
 run_case() {
-    local c=$1 group pname prov a b label log t0 rc why
-    IFS=: read -r group pname a b <<<"$c"
-    prov=${pname//+/;}
-    t0=$SECONDS
-    log=$logdir/${c//:/-}.log
-    : >"$log"
+    local c=$1 group pname prov a b label log t0 rc
+    case_start "$c"
 
     case $group in
     threads) label="threads $prov N=$a T=$b" ;;
@@ -153,15 +145,7 @@ run_case() {
         ;;
     esac
 
-    why=$(provider_problem "$prov")
-    if [[ -n $why ]]; then
-        if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
-            report SKIP "$label" 0 "$why (allowed by BTL_OFI_ALLOW_SKIP=1)"
-        else
-            report FAIL "$label" 0 "$why (BTL_OFI_ALLOW_SKIP=1 to allow)"
-        fi
-        return
-    fi
+    provider_ok "$label" "$prov" || return
 
     case $group in
     threads)
@@ -187,7 +171,7 @@ run_case() {
             report FAIL "$label" $((SECONDS - t0)) "an atomic reply arrived twice or garbled: $(grep -m1 'dropped an atomic reply\|dropped a short atomic' "$log")" "$log"
             return
         fi
-        check_mpi_result "$label" "$log" "$rc" threads "$t0" \
+        check_result "$label" "$log" "$rc" threads "$t0" \
             "$(sed -n 's/^    rank0: //p' "$log" | head -n 1)"
         ;;
     progress)
@@ -211,28 +195,13 @@ run_case() {
             --mca btl_ofi_progress_thread "$onoff" \
             "$bindir/progress" -level "$level"
         rc=$?
-        check_mpi_result "$label" "$log" "$rc" progress "$t0" \
+        check_result "$label" "$log" "$rc" progress "$t0" \
             "$(sed -n 's/^    timing: //p' "$log" | head -n 1)"
         ;;
     helgrind)
         run_helgrind "$label" "$log" "$prov" "$a" "$t0"
         ;;
     esac
-}
-
-check_mpi_result() { # label log rc okname t0 detail
-    local label=$1 log=$2 rc=$3 okname=$4 t0=$5 detail=$6 secs what
-    secs=$((SECONDS - t0))
-    if ((rc == 124 || rc == 137)); then
-        report FAIL "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
-    elif ((rc != 0)); then
-        what=$(first_fail "$log")
-        report FAIL "$label" $secs "exit code $rc${what:+: $what}" "$log"
-    elif ! grep -qx "OK $okname" "$log"; then
-        report FAIL "$label" $secs "exit code 0 but no 'OK $okname' line" "$log"
-    else
-        report PASS "$label" $secs "$detail"
-    fi
 }
 
 # Helgrind logs: split into reports at the "-----" separators. Only data
@@ -448,10 +417,4 @@ if ((standalone)); then
     echo "==== tests/threads: $((SECONDS - t_all))s"
     echo "$passed passed, $failed failed${skipped:+, $skipped skipped}"
 fi
-if ((failed)); then
-    exit 1
-fi
-if ((skipped && !passed)); then
-    exit 77
-fi
-exit 0
+runner_exit

@@ -72,11 +72,9 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=$(cd "$here/.." && pwd)
-repo=$(cd "$tests/.." && pwd)
-bindir=$tests/bin
+# shellcheck source=tests/lib.sh
+source "$here/../lib.sh"
 logdir=$tests/logs/twosided
-ofirun=$repo/scripts/ofirun
 
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -115,24 +113,7 @@ if [[ ${1:-} == --list ]]; then
 fi
 
 # ------------------------------------------------------------------ helpers
-# shellcheck source=tests/lib.sh
-source "$tests/lib.sh"
 runner_help "$0" "$@"
-
-check_result() { # label log rc okname t0 detail
-    local label=$1 log=$2 rc=$3 okname=$4 t0=$5 detail=$6 secs what
-    secs=$((SECONDS - t0))
-    if ((rc == 124 || rc == 137)); then
-        report FAIL "$label" $secs "timed out after ${test_timeout}s (hang?)" "$log"
-    elif ((rc != 0)); then
-        what=$(first_fail "$log")
-        report FAIL "$label" $secs "exit code $rc${what:+: $what}" "$log"
-    elif ! grep -qx "OK $okname" "$log"; then
-        report FAIL "$label" $secs "exit code 0 but no 'OK $okname' line" "$log"
-    else
-        report PASS "$label" $secs "$detail"
-    fi
-}
 
 # rank 0's counter line of a run, as the detail of its PASS line
 counters_of() {
@@ -152,12 +133,9 @@ flags_without() { # drop...
 
 # ------------------------------------------------------------------ one case
 run_case() {
-    local c=$1 group pname prov a label log t0 rc
-    IFS=: read -r group pname a <<<"$c"
-    prov=${pname//+/;}
-    t0=$SECONDS
-    log=$logdir/${c//:/-}.log
-    : >"$log"
+    # shellcheck disable=SC2034 # b: case_start's, no case here has one
+    local c=$1 group pname prov a b label log t0 rc
+    case_start "$c"
 
     case $group in
     pingpong) label="twosided $prov pingpong $a" ;;
@@ -169,16 +147,7 @@ run_case() {
         ;;
     esac
 
-    local why
-    why=$(provider_problem "$prov" "FI_RMA|FI_ATOMIC|FI_MSG")
-    if [[ -n $why ]]; then
-        if [[ ${BTL_OFI_ALLOW_SKIP:-0} == 1 ]]; then
-            report SKIP "$label" 0 "$why (allowed by BTL_OFI_ALLOW_SKIP=1)"
-        else
-            report FAIL "$label" 0 "$why (BTL_OFI_ALLOW_SKIP=1 to allow)"
-        fi
-        return
-    fi
+    provider_ok "$label" "$prov" "FI_RMA|FI_ATOMIC|FI_MSG" || return
 
     local prog=$group
     [[ $group == jobs ]] && prog=mixed
@@ -252,48 +221,13 @@ run_case() {
         fi
         ;;
     jobs)
-        local i ok=0 jlog
-        for ((i = 1; i <= a; i++)); do
-            jlog=$logdir/jobs-$pname-last.log
-            : >"$jlog"
-            BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$jlog" "$test_timeout" "$ofirun" -np 2 "${sel[@]}" \
-                "$bindir/mixed" -rounds 2
-            rc=$?
-            if ((rc != 0)) || ! grep -qx "OK mixed" "$jlog"; then
-                {
-                    echo "job $i of $a failed (exit code $rc); $ok passed before it"
-                    cat "$jlog"
-                } >>"$log"
-                if ((rc == 124 || rc == 137)); then
-                    report FAIL "$label" $((SECONDS - t0)) \
-                        "job $i of $a timed out after ${test_timeout}s (hang?); $ok passed" "$log"
-                else
-                    report FAIL "$label" $((SECONDS - t0)) \
-                        "job $i of $a failed, exit code $rc: $(first_fail "$jlog"); $ok passed" "$log"
-                fi
-                return
-            fi
-            ok=$((ok + 1))
-        done
-        echo "$ok of $a jobs passed" >>"$log"
+        BTL_OFI_EXPECT_PROVIDER=$prov run_jobs "$label" "$log" "$logdir/jobs-$pname-last.log" "$t0" "$a" mixed \
+            "$ofirun" -np 2 "${sel[@]}" "$bindir/mixed" -rounds 2 || return
         echo "OK mixed" >>"$log"
-        check_result "$label" "$log" 0 mixed "$t0" "$ok of $a jobs passed, $(((SECONDS - t0) * 10 / (a > 0 ? a : 1)))/10 s per job"
+        check_result "$label" "$log" 0 mixed "$t0" "$a of $a jobs passed, $(((SECONDS - t0) * 10 / (a > 0 ? a : 1)))/10 s per job"
         ;;
     esac
 }
 
 # ------------------------------------------------------------------ main
-if (($# == 0)); then
-    set -- $(list_cases)
-fi
-for c in "$@"; do
-    run_case "$c"
-done
-echo "$passed passed, $failed failed"
-if ((failed)); then
-    exit 1
-fi
-if ((skipped && !passed)); then
-    exit 77
-fi
-exit 0
+runner_main "$@"
