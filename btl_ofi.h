@@ -2,11 +2,28 @@
  * btl/ofi: an Open MPI byte transfer layer over libfabric.
  *
  * What every file of the component shares: its version, verbose stream,
- * locks, error reports, and the component's, module's and context's
- * entry points (the types are in btl_ofi_types.h). One file per object: component (MCA glue,
- * provider choice, progress), module (add/del procs, registration, flush, finalize), context
- * (endpoints, completion queues, locks), endpoint (peer addresses), rdma (put/get and completion
- * objects), atomics, frag (two-sided descriptors).
+ * locks, error reports, and the component's, module's and context's entry
+ * points (the types are in btl_ofi_types.h). The files, each with a header
+ * of its name for what it exports:
+ *
+ *   component  MCA variables, provider and rail choice, init, the progress
+ *              callback
+ *   module     add/del procs, memory registration (rcache), flush,
+ *              finalize
+ *   context    endpoints, completion queues and their locks, completion
+ *              dispatch, the progress thread
+ *   endpoint   a peer's endpoint: its addresses, the route to it
+ *   modex      what each process publishes, a peer's entry read
+ *   liveness   who is alive: /proc, probes, liveness connections, the
+ *              periodic peer check and the lost-peer verdicts
+ *   rails      failover from a rail whose link to a peer failed
+ *   rdma       put and get (split over the rails), completion objects
+ *   atomics    op, fetch-op, compare-swap through the provider or locally
+ *   emulate    puts, gets and atomics carried as messages, one request
+ *              registry
+ *   frag       two-sided descriptors, send and receive of messages
+ *   seq        numbered messages with several rails (nothing lost or taken
+ *              twice when a link fails)
  */
 
 #ifndef MCA_BTL_OFI_H
@@ -121,7 +138,6 @@ int mca_btl_ofi_component_progress(void);
 int mca_btl_ofi_progress_all(bool check);
 /* progress calls (or flush passes) between two looks at the peers */
 #define MCA_BTL_OFI_CHECK_CALLS 256
-int mca_btl_ofi_select_info(struct fi_info **info_out);
 
 /* module */
 mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void);

@@ -9,7 +9,9 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
+#include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
 
@@ -121,12 +123,18 @@ advertise:
     if (0 == supported) {
         module->super.btl_flags &= ~(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);
     }
-    if (supported & MCA_BTL_ATOMIC_SUPPORTS_32BIT) {
-        /* osc/rdma 4.1 looks for the 32-bit bit in btl_flags (not
-         * btl_atomic_flags) before using a 32-bit compare-and-swap; the bit
-         * does not collide with any MCA_BTL_FLAGS_* value. */
-        module->super.btl_flags |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
-    }
+    /* osc/rdma 4.1.4 looks for the 32-bit bit in btl_flags (not
+     * btl_atomic_flags) before it uses a btl compare-and-swap on 4 bytes,
+     * and no btl of Open MPI's sets it there. It is left out on purpose:
+     * with it, MPI_Compare_and_swap on an MPI_INT went to the btl without
+     * osc/rdma's accumulate lock, while MPI_Fetch_and_op and
+     * MPI_Accumulate on the same int are applied under that lock with a
+     * plain copy (on a peer whose memory osc/rdma maps), so the two were
+     * not atomic with respect to each other: an MCS mutex (tail taken with
+     * MPI_REPLACE, given back with compare-and-swap) lost a swap and two
+     * ranks waited for each other (tests/mcs.c, 7 of 15 runs with 2 ranks
+     * on tcp;ofi_rxm). Without the bit both take the lock, as over every
+     * other btl. */
 }
 
 /* Is this (op, width) one the provider confirmed? One table lookup. */
@@ -185,9 +193,8 @@ static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t o
 }
 
 /* Apply an atomic to memory of this process; returns the old value. */
-static uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address,
-                                         uint64_t operand, uint64_t compare, bool is_cswap,
-                                         bool narrow)
+uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
+                                  uint64_t compare, bool is_cswap, bool narrow)
 {
     if (narrow) {
         uint32_t *target = (uint32_t *) (uintptr_t) address;
@@ -220,16 +227,6 @@ static uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t a
     }
 }
 
-static inline void mca_btl_ofi_store_result(void *result, uint64_t old, bool narrow)
-{
-    if (narrow) {
-        uint32_t v32 = (uint32_t) old;
-        memcpy(result, &v32, sizeof(v32));
-    } else {
-        memcpy(result, &old, sizeof(old));
-    }
-}
-
 static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
                                     mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
                                     uint64_t compare, bool is_cswap, int flags, void *result,
@@ -247,64 +244,6 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_e
     mca_btl_ofi_add64(&context->counters.atomic_local_count, 1);
     if (NULL != cbfunc) {
         cbfunc(&module->super, endpoint, result, result_handle, cbcontext, cbdata, OPAL_SUCCESS);
-    }
-    return OPAL_SUCCESS;
-}
-
-/*
- * Emulated atomics. Where the provider's own atomics cannot be used (its
- * fetching atomics crash in udp;ofi_rxd of libfabric 1.17, libfabric issue
- * #11814), every atomic travels as a message: the target checks the
- * address against its registrations, applies the operation with processor
- * atomics from its progress loop, and replies with the old value. All
- * atomics of the module take this path so they stay atomic with respect
- * to each other.
- */
-static int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
-                                   void *local_address, uint64_t remote_address,
-                                   mca_btl_base_registration_handle_t *local_handle,
-                                   mca_btl_base_registration_handle_t *remote_handle,
-                                   mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                                   bool is_cswap, int flags,
-                                   mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                   void *cbdata)
-{
-    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
-    mca_btl_ofi_completion_t *comp;
-    mca_btl_ofi_amo_req_t req;
-    int rc;
-
-    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
-                                        local_handle, cbfunc, cbcontext, cbdata);
-    if (OPAL_UNLIKELY(NULL == comp)) {
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    req.hdr.type = MCA_BTL_OFI_MSG_AMO_REQ;
-    req.hdr.op = (uint8_t) op;
-    req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
-                    | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
-    req.hdr.rail = MCA_BTL_OFI_NO_SEQ;
-    req.hdr.seq = 0;
-    req.hdr.origin = mca_btl_ofi_component.my_name;
-    req.req_id = mca_btl_ofi_pending_add(module, comp);
-    req.addr = remote_address;
-    req.key = mca_btl_ofi_rkey(endpoint, remote_handle);
-    req.operand = operand;
-    req.compare = compare;
-
-    mca_btl_ofi_inflight(context, endpoint, 1);
-    rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req),
-                                &context->counters.atomic_count);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        mca_btl_ofi_inflight(context, endpoint, -1);
-        MCA_BTL_OFI_LOCK(&module->lock);
-        (void) opal_hash_table_remove_value_uint64(&module->amo_pending, req.req_id);
-        MCA_BTL_OFI_UNLOCK(&module->lock);
-        opal_free_list_return(&context->completions, &comp->super);
-        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
-            (void) mca_btl_ofi_context_progress(context);
-        }
-        return rc;
     }
     return OPAL_SUCCESS;
 }
@@ -333,91 +272,6 @@ void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module)
                         module->rail, module->super.btl_atomic_flags);
 }
 
-void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len)
-{
-    mca_btl_ofi_module_t *module = context->module;
-    const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
-    bool narrow = !!(req->hdr.flags & MCA_BTL_OFI_AMO_32BIT);
-    size_t width = narrow ? sizeof(uint32_t) : sizeof(uint64_t);
-    mca_btl_ofi_endpoint_t *origin, *to;
-    mca_btl_ofi_amo_resp_t resp;
-    mca_btl_ofi_reg_t *reg;
-
-    if (len < sizeof(*req)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
-        return;
-    }
-    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
-    if (NULL == origin) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "dropped an atomic request from a process we do not know");
-        return;
-    }
-    /* the key is of the rail the request was numbered on, which is not
-     * this one when it was sent again after that rail's link failed
-     * (MCA_BTL_OFI_NO_SEQ names no rail: this one) */
-    reg = mca_btl_ofi_reg_by_key(module, req->hdr.rail, req->key);
-
-    resp.hdr.type = MCA_BTL_OFI_MSG_AMO_RESP;
-    resp.hdr.op = req->hdr.op;
-    resp.hdr.flags = req->hdr.flags;
-    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
-    resp.hdr.seq = 0;
-    resp.hdr.origin = mca_btl_ofi_component.my_name;
-    resp.req_id = req->req_id;
-    resp.result = 0;
-    resp.pad = 0;
-    /* only inside a registration open to remote atomics, and aligned */
-    if (NULL == reg || !(reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC)
-        || req->addr < (uint64_t) (uintptr_t) reg->super.base
-        || req->addr + width - 1 > (uint64_t) (uintptr_t) reg->super.bound
-        || 0 != (req->addr & (width - 1)) || req->hdr.op > MCA_BTL_ATOMIC_LAST) {
-        resp.status = OPAL_ERR_BAD_PARAM;
-    } else {
-        resp.status = OPAL_SUCCESS;
-        resp.result = mca_btl_ofi_atomic_apply((mca_btl_base_atomic_op_t) req->hdr.op, req->addr,
-                                               req->operand, req->compare,
-                                               !!(req->hdr.flags & MCA_BTL_OFI_AMO_CSWAP), narrow);
-    }
-    /* over the rail that works, if this one's link to it failed */
-    to = mca_btl_ofi_route(origin, &context);
-    mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
-    OBJ_RELEASE(origin);
-}
-
-void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len)
-{
-    const mca_btl_ofi_amo_resp_t *resp = (const mca_btl_ofi_amo_resp_t *) msg;
-    mca_btl_ofi_module_t *module;
-    mca_btl_ofi_completion_t *comp = NULL;
-
-    if (len < sizeof(*resp)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic reply");
-        return;
-    }
-    module = mca_btl_ofi_pending_module(context, resp->req_id); /* the one that asked */
-    MCA_BTL_OFI_LOCK(&module->lock);
-    if (OPAL_SUCCESS
-        == opal_hash_table_get_value_uint64(&module->amo_pending, resp->req_id, (void **) &comp)) {
-        (void) opal_hash_table_remove_value_uint64(&module->amo_pending, resp->req_id);
-    }
-    MCA_BTL_OFI_UNLOCK(&module->lock);
-    if (NULL == comp) {
-        /* a duplicate, a reply to an atomic already failed, or garbage */
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "dropped an atomic reply with unknown id %" PRIu64, resp->req_id);
-        return;
-    }
-    if (OPAL_SUCCESS != resp->status) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "atomic refused", true, opal_process_info.nodename,
-                       OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
-    } else if (NULL != comp->local_address) {
-        mca_btl_ofi_store_result(comp->local_address, resp->result,
-                                 !!(resp->hdr.flags & MCA_BTL_OFI_AMO_32BIT));
-    }
-    mca_btl_ofi_completion_finish(comp, resp->status);
-}
-
 /*
  * One path for every network atomic: a non-fetching op is a fetching one
  * without a result, a compare-swap one with a second operand; the post
@@ -437,20 +291,17 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
     mca_btl_ofi_context_t *context;
     mca_btl_ofi_completion_t *comp;
     ssize_t rc;
-    int kind;
+    int kind, route;
 
     if (OPAL_UNLIKELY(NULL == remote_handle)) {
         return mca_btl_ofi_atomic_local(module, endpoint, op, remote_address, operand, compare,
                                         is_cswap, flags, result, result_handle, cbfunc, cbcontext,
                                         cbdata);
     }
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
-    }
-    if (OPAL_UNLIKELY(NULL != endpoint->detour)) {
-        /* this rail's link to the peer failed: another rail carries it */
-        module = endpoint->detour_module;
-        endpoint = endpoint->detour;
+    /* a dead peer refuses it; a failed link's detour carries it */
+    route = mca_btl_ofi_route_op(&module, &endpoint);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
+        return route;
     }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,

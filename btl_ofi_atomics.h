@@ -1,7 +1,7 @@
 /*
  * btl/ofi atomics: op, fetch-op and compare-swap through the provider, on
  * our own memory with processor atomics, or emulated by messages the
- * target serves (btl_ofi_frag.c hands it the requests and replies).
+ * target serves (btl_ofi_emulate.c).
  */
 
 #ifndef MCA_BTL_OFI_ATOMICS_H
@@ -16,8 +16,21 @@ void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
  * target no more progress than the provider's own. */
 void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module);
 
-void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
-void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+/* OP applied to the word at ADDRESS with processor atomics (compare-swap
+ * when IS_CSWAP, 32 bits when NARROW); the old value. */
+uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
+                                  uint64_t compare, bool is_cswap, bool narrow);
+
+/* An atomic's old value into the caller's result (4 bytes when NARROW). */
+static inline void mca_btl_ofi_store_result(void *result, uint64_t old, bool narrow)
+{
+    if (narrow) {
+        uint32_t v32 = (uint32_t) old;
+        memcpy(result, &v32, sizeof(v32));
+    } else {
+        memcpy(result, &old, sizeof(old));
+    }
+}
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      mca_btl_base_registration_handle_t *local_handle,

@@ -8,7 +8,9 @@
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
+#include "btl_ofi_modex.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>

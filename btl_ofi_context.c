@@ -5,7 +5,7 @@
  * With a scalable endpoint each context is one transmit and one receive
  * context of it; otherwise each context is a plain endpoint sharing the
  * module's domain and address vector (its address is published through
- * the modex, see btl_ofi_endpoint.c).
+ * the modex, see btl_ofi_modex.c).
  */
 
 /* first: it selects the system's extensions (dladdr) */
@@ -19,6 +19,7 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"

@@ -1,6 +1,6 @@
 /*
  * btl/ofi contexts: each one a transmit/receive path with its own
- * completion queue and lock (see btl_ofi.h for the type).
+ * completion queue and lock (see btl_ofi_types.h for the type).
  */
 
 #ifndef MCA_BTL_OFI_CONTEXT_H

@@ -245,6 +245,14 @@ void mca_btl_ofi_seq_ack_again(mca_btl_ofi_module_t *module);
  * from progress. */
 void mca_btl_ofi_backlog_msgs(mca_btl_ofi_context_t *context);
 
+/* Post a pml fragment on CONTEXT, or keep it in order behind others for
+ * progress to post. */
+int mca_btl_ofi_frag_start(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                           mca_btl_ofi_frag_t *frag);
+/* Give back an orphan (MCA_BTL_OFI_FRAG_ORPHAN) once its last owner is
+ * done with it. */
+void mca_btl_ofi_orphan_release(mca_btl_ofi_frag_t *frag);
+
 END_C_DECLS
 
 #endif /* MCA_BTL_OFI_FRAG_H */

@@ -10,6 +10,7 @@
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_endpoint.h"
+#include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
 
@@ -541,13 +542,13 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
-    OBJ_CONSTRUCT(&module->amo_pending, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->emu_requests, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->seq_in, opal_hash_table_t);
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->seq_in, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_name, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->regs_by_key, 256)
-        || OPAL_SUCCESS != opal_hash_table_init(&module->amo_pending, 256)) {
+        || OPAL_SUCCESS != opal_hash_table_init(&module->emu_requests, 256)) {
         mca_btl_ofi_module_free(module);
         return NULL;
     }
@@ -568,7 +569,7 @@ void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
             == opal_hash_table_get_next_key_uint64(&module->seq_in, &name, &state, node, &node));
     }
     OBJ_DESTRUCT(&module->seq_in);
-    OBJ_DESTRUCT(&module->amo_pending);
+    OBJ_DESTRUCT(&module->emu_requests);
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);

@@ -315,43 +315,13 @@ mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *
     return rc;
 }
 
-/** Register COMP (an emulated atomic, put or get of MODULE) under a new
- * id, which its responses carry; the rail in the top byte, so that a
- * response that comes on another rail (its link failed) finds MODULE. */
-static inline uint64_t mca_btl_ofi_pending_add(mca_btl_ofi_module_t *module,
-                                               mca_btl_ofi_completion_t *comp)
+/** The completion whose track_item ITEM is (the tracked list of a
+ * context, or an endpoint's emulated operations waiting to be sent). */
+static inline mca_btl_ofi_completion_t *mca_btl_ofi_completion_from_track(opal_list_item_t *item)
 {
-    uint64_t id;
-
-    MCA_BTL_OFI_LOCK(&module->lock);
-    id = ((uint64_t) module->rail << 56) | (++module->amo_next_id & (UINT64_MAX >> 8));
-    (void) opal_hash_table_set_value_uint64(&module->amo_pending, id, comp);
-    MCA_BTL_OFI_UNLOCK(&module->lock);
-    return id;
+    return (mca_btl_ofi_completion_t *) ((char *) item
+                                         - offsetof(mca_btl_ofi_completion_t, track_item));
 }
-
-/** The module whose operation ID is (see mca_btl_ofi_pending_add); the
- * receiving CONTEXT's when the id names no open rail. */
-static inline mca_btl_ofi_module_t *mca_btl_ofi_pending_module(mca_btl_ofi_context_t *context,
-                                                               uint64_t id)
-{
-    uint64_t rail = id >> 56;
-
-    if (rail < (uint64_t) mca_btl_ofi_component.num_modules
-        && NULL != mca_btl_ofi_component.modules[rail]) {
-        return mca_btl_ofi_component.modules[rail];
-    }
-    return context->module;
-}
-
-/** The target's side of an emulated put or get (a message of type
- * MCA_BTL_OFI_MSG_PUT or _GET, LEN bytes at MSG): store the bytes, or
- * send them, and answer. */
-void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
-
-/** A response to an emulated put or get of ours (MCA_BTL_OFI_MSG_RMA_RESP):
- * count its bytes, copy a get's in, complete the operation at the last. */
-void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 
 /** Send every put and get of FROM (an endpoint of MODULE) still in flight
  * or parked again on TO, the same peer's endpoint on TO_MODULE; returns

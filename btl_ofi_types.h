@@ -294,8 +294,8 @@ typedef struct mca_btl_ofi_module_t {
     /* emulated atomics, puts and gets in flight, by the id their replies
      * carry: a reply is trusted only if its id is found here (never used
      * as a pointer) */
-    opal_hash_table_t amo_pending;
-    uint64_t amo_next_id;
+    opal_hash_table_t emu_requests;
+    uint64_t emu_next_id;
     /* numbered messages peers posted on this rail's links, by sender
      * name: mca_btl_ofi_seq_in_t (btl_ofi_frag.c), under `lock' */
     opal_hash_table_t seq_in;

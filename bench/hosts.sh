@@ -226,11 +226,11 @@ if command -v gnuplot >/dev/null 2>&1; then
                 done
             done
             gnuplot <<EOF 2>>"$OUT/plots/gnuplot.log"
-set terminal png size 1200,420
+set terminal png size 1200,420 noenhanced
 set output "$OUT/plots/$bind-$p.png"
 set multiplot layout 1,3 title "one-sided across two hosts, --bind-to $bind: osc/rdma over ours ($prov) against osc/pt2pt over ob1 + btl/tcp"
 set logscale xy 2
-set format x "%.0s%cB"
+set xtics ("8 B" 8, "64 B" 64, "1 KiB" 1024, "16 KiB" 16384, "256 KiB" 262144, "4 MiB" 4194304)
 set key top left
 set xlabel "size"
 set ylabel "us per operation + flush"

@@ -67,7 +67,7 @@
 #                            _rail1 1000, rail0 must carry 65 to 85 %;
 #                            cut0, cut1 (MODE put, send of 4 MiB, msg:
 #                            sends of 1 KiB, amo: fetch-and-adds): both
-#                            rails streaming (for 25 s, each transfer
+#                            rails streaming (for 15 s, each transfer
 #                            checked), then h2's link of rail 0 or 1 cut:
 #                            btl/ofi must name the cut link's address and
 #                            the one that still answers, carry on over
@@ -91,12 +91,9 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tests=$(cd "$here/.." && pwd)
-repo=$(cd "$tests/.." && pwd)
-bindir=$tests/bin
-logdir=$tests/logs/hosts
 # shellcheck source=tests/lib.sh
-source "$tests/lib.sh"
+source "$here/../lib.sh"
+logdir=$tests/logs/hosts
 # shellcheck source=tests/hosts/hosts.sh
 source "$here/hosts.sh"
 
@@ -486,7 +483,7 @@ run_rails() { # label prov policy mode log t0
 }
 
 # link L (0 or 1) of h2 cut while both rails carry transfers (rails MODE
-# -secs 25: each transfer with its own pattern, every one checked by rank
+# -secs 15: each transfer with its own pattern, every one checked by rank
 # 1; MODE put, send of 4 MiB, or msg: sends of 1 KiB, eager, thousands a
 # second): btl/ofi must name the cut link (its address 10.77.L.x, and the
 # one that still answers) and carry on over the other rail, nothing lost:
@@ -497,7 +494,11 @@ run_rails() { # label prov policy mode log t0
 # once. The runtime's own connections take the other link
 # (oob_tcp_if_include), as on a cluster whose management network is not
 # the cut one. Each link is the other's module: cutting both ways shows
-# that every rail's peers are watched, not only the first module's.
+# that every rail's peers are watched, not only the first module's. The
+# cut comes as soon as the transfers stream; failover takes 3-4 s (7-8 s
+# for atomics, when the keepalive finds the cut first), so 15 s leave
+# several seconds of traffic on the other rail after it (25 s until
+# 2026-11-26: waiting, not coverage).
 run_rails_cut() { # label prov mode link log t0
     local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what moved sides i h
     local cut_re="its address 10\.77\.$link\.[12] on rail [01] does not answer while 10\.77\.$((1 - link))\.[12] on rail [01] does: the link of rail [01] is cut or down"
@@ -511,7 +512,7 @@ run_rails_cut() { # label prov mode link log t0
     OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 240 bash "$here/hosts.sh" \
         mpirun -np 2 -x BTL_OFI_EXPECT_PROVIDER --map-by node --mca btl_ofi_provider_include "$prov" \
         --mca oob_tcp_if_include "10.77.$((1 - link)).0/24" \
-        "${keepalive[@]}" "$bindir/rails" "$mode" "${size[@]}" -secs 25 </dev/null >>"$log" 2>&1 &
+        "${keepalive[@]}" "$bindir/rails" "$mode" "${size[@]}" -secs 15 </dev/null >>"$log" 2>&1 &
     pid=$!
     if ! await_line "$pid" "$log" '^rails: streaming'; then
         stop_job "$pid"
@@ -568,11 +569,7 @@ run_rails_cut() { # label prov mode link log t0
 # ------------------------------------------------------------------ one case
 run_case() {
     local c=$1 group pname prov a b label log t0 rc btls why
-    IFS=: read -r group pname a b <<<"$c"
-    prov=${pname//+/;}
-    t0=$SECONDS
-    log=$logdir/${c//:/-}.log
-    : >"$log"
+    case_start "$c"
     case $group in
     onesided) label="hosts $prov ${a//+/,} $b" ;;
     dynamic) label="hosts $prov ${a//+/,} dynamic windows" ;;

@@ -1,0 +1,434 @@
+/*
+ * btl/ofi emulated RMA and atomics: puts, gets and atomics carried as
+ * messages that the target's progress serves.
+ *
+ * Where the provider's own RMA loses data (udp;ofi_rxd under floods,
+ * MCA_BTL_OFI_QUIRK_RMA, or btl_ofi_emulate_rma 1) or its atomics cannot be
+ * used (fetching atomics crash in udp;ofi_rxd of libfabric 1.17; with
+ * several rails, where a numbered message caught on a failed link can be
+ * sent again), the origin sends requests and the target answers them from
+ * its progress loop (btl_ofi_frag.c hands both sides their messages). Every
+ * request in flight is registered under an id that its answer carries
+ * (mca_btl_ofi_emu_request_add): one registry for atomics, puts and gets.
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_atomics.h"
+#include "btl_ofi_emulate.h"
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_frag.h"
+#include "btl_ofi_liveness.h"
+#include "btl_ofi_rdma.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "opal/util/error.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+/* ------------------------------------------------------- emulated RMA */
+
+/*
+ * Emulated puts and gets (module->rma_emulated). Where the provider's RMA
+ * loses data (udp;ofi_rxd, MCA_BTL_OFI_QUIRK_RMA) a put travels as
+ * messages of rma_chunk bytes, each stored by the target's progress into
+ * the registration it names and answered once stored; a get is one request
+ * that the target answers with the bytes, in messages of rma_chunk. The
+ * operation completes (its callback runs, flush stops waiting) once
+ * responses covering every byte arrived, so a completed put is in the
+ * target's memory. With several rails the messages are numbered like the
+ * pml's: one caught on a link that fails is sent again on another and
+ * taken once.
+ */
+
+/* Count BYTES of COMP's operation answered (STATUS: what the target saw);
+ * completes it when nothing is left. */
+static void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_completion_t *comp,
+                                    size_t bytes, int status)
+{
+    bool done;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != status) && OPAL_SUCCESS == comp->parts_status) {
+        comp->parts_status = status;
+    }
+    comp->emu_left -= bytes;
+    done = 0 == comp->emu_left;
+    if (done) {
+        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, comp->emu_id);
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (!done) {
+        return;
+    }
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != comp->parts_status)) {
+        /* as a failed completion of the provider's own would be */
+        mca_btl_ofi_rdma_failed_because(comp->context, &comp->op,
+                                        OPAL_ERR_BAD_PARAM == comp->parts_status
+                                            ? "the target refused the range"
+                                            : opal_strerror(comp->parts_status));
+    }
+    mca_btl_ofi_completion_finish(comp, comp->parts_status);
+}
+
+/* Send what ENDPOINT's window lets through of the operations waiting on
+ * it, one piece per message: a put's bytes, or a get's request for them.
+ * A piece whose message cannot be sent is counted answered, with the
+ * error. */
+static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    struct {
+        mca_btl_ofi_completion_t *comp;
+        size_t off, len;
+    } batch[MCA_BTL_OFI_EMU_WINDOW];
+    mca_btl_ofi_context_t *via = mca_btl_ofi_context_get(module);
+    mca_btl_ofi_endpoint_t *to;
+    mca_btl_ofi_rma_msg_t msg;
+    int count = 0, i, rc;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    while (endpoint->emu_credits > 0 && count < MCA_BTL_OFI_EMU_WINDOW
+           && !opal_list_is_empty(&endpoint->emu_waiting)) {
+        mca_btl_ofi_completion_t *comp =
+            mca_btl_ofi_completion_from_track(opal_list_get_first(&endpoint->emu_waiting));
+        size_t left = comp->parked_size - comp->emu_next;
+
+        batch[count].comp = comp;
+        batch[count].off = comp->emu_next;
+        batch[count].len = left < module->rma_chunk ? left : module->rma_chunk;
+        comp->emu_next += batch[count++].len;
+        --endpoint->emu_credits;
+        if (comp->emu_next == comp->parked_size) {
+            (void) opal_list_remove_first(&endpoint->emu_waiting);
+        }
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (0 == count) {
+        return;
+    }
+    /* over another rail, if this one's link to the peer failed */
+    to = mca_btl_ofi_route(endpoint, &via);
+    memset(&msg, 0, sizeof(msg));
+    msg.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    msg.hdr.origin = mca_btl_ofi_component.my_name;
+    /* the pieces' bytes are not counted yet: no operation can complete
+     * (and its object be reused) while this loop reads it */
+    for (i = 0; i < count; ++i) {
+        mca_btl_ofi_completion_t *comp = batch[i].comp;
+        bool put = MCA_BTL_OFI_RMA_PUT == comp->parked_kind;
+
+        msg.hdr.type = put ? MCA_BTL_OFI_MSG_PUT : MCA_BTL_OFI_MSG_GET;
+        msg.req_id = comp->emu_id;
+        msg.addr = comp->parked_raddr + batch[i].off;
+        msg.key = comp->parked_key;
+        msg.key_rail = (uint32_t) endpoint->peer_rail;
+        msg.len = batch[i].len;
+        rc = mca_btl_ofi_msg_send_copy(
+            via, to, &msg, sizeof(msg),
+            put ? (const char *) comp->local_address + batch[i].off : NULL, put ? batch[i].len : 0);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            MCA_BTL_OFI_LOCK(&module->lock);
+            ++endpoint->emu_credits;
+            MCA_BTL_OFI_UNLOCK(&module->lock);
+            mca_btl_ofi_rma_account(module, comp, batch[i].len, rc);
+        }
+    }
+}
+
+/* Start COMP's put or get of SIZE bytes at REMOTE_ADDRESS as messages;
+ * the operation is counted in flight. Its pieces leave as the peer's
+ * window allows (mca_btl_ofi_rma_pump), the rest when responses free it. */
+void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                             mca_btl_ofi_completion_t *comp, int kind, size_t size,
+                             uint64_t remote_address,
+                             mca_btl_base_registration_handle_t *remote_handle)
+{
+    mca_btl_ofi_endpoint_t *endpoint = comp->endpoint;
+    bool put = MCA_BTL_OFI_RMA_PUT == kind;
+
+    comp->parked_kind = kind;
+    comp->parked_size = size;
+    comp->parked_raddr = remote_address;
+    comp->parked_key = mca_btl_ofi_rkey(endpoint, remote_handle);
+    comp->parts_status = OPAL_SUCCESS;
+    comp->emu_next = 0;
+    /* one byte more than the size until it is queued: no response can
+     * complete it before */
+    comp->emu_left = size + 1;
+    comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
+    if (size > 0) {
+        MCA_BTL_OFI_LOCK(&module->lock);
+        opal_list_append(&endpoint->emu_waiting, &comp->track_item);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+    }
+
+    MCA_BTL_OFI_LOCK(&context->lock); /* the counters' lock */
+    ++*(put ? &context->counters.put_count : &context->counters.get_count);
+    *(put ? &context->counters.put_bytes : &context->counters.get_bytes) += size;
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+
+    mca_btl_ofi_rma_pump(module, endpoint);
+    mca_btl_ofi_rma_account(module, comp, 1, OPAL_SUCCESS);
+}
+
+void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_reg_t *reg;
+    mca_btl_ofi_rma_msg_t resp;
+    bool put;
+    int32_t need;
+    size_t n;
+
+    if (len < sizeof(*req)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short put or get request");
+        return;
+    }
+    put = MCA_BTL_OFI_MSG_PUT == req->hdr.type;
+    n = put ? len - sizeof(*req) : req->len;
+    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped a put or get request from a process we do not know");
+        return;
+    }
+    /* the key is of the rail the origin named, which is not this one when
+     * the piece came over another rail after its link failed */
+    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
+
+    memset(&resp, 0, sizeof(resp));
+    resp.hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
+    resp.hdr.op = req->hdr.type;
+    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    resp.hdr.origin = mca_btl_ofi_component.my_name;
+    resp.req_id = req->req_id;
+    resp.addr = req->addr; /* the origin finds its piece by it */
+    resp.len = n;
+    resp.status = OPAL_SUCCESS;
+    resp.pieces = 1;
+    need = put ? MCA_RCACHE_ACCESS_REMOTE_WRITE : MCA_RCACHE_ACCESS_REMOTE_READ;
+    /* only inside a registration open to this access, one piece at most */
+    if (NULL == reg || !(reg->super.access_flags & (need | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))
+        || (put && n != req->len) || n > module->rma_chunk
+        || req->addr < (uint64_t) (uintptr_t) reg->super.base
+        || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - req->addr)) {
+        resp.status = OPAL_ERR_BAD_PARAM;
+    }
+    /* over the rail that works, if this one's link to it failed */
+    to = mca_btl_ofi_route(origin, &context);
+    if (put || OPAL_SUCCESS != resp.status) {
+        if (put && OPAL_SUCCESS == resp.status) {
+            memcpy((void *) (uintptr_t) req->addr, req + 1, n);
+        }
+        mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    } else {
+        resp.status = mca_btl_ofi_msg_send_copy(context, to, &resp, sizeof(resp),
+                                                (const void *) (uintptr_t) req->addr, n);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != resp.status)) {
+            /* answered with the error, so the get ends */
+            mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+        }
+    }
+    OBJ_RELEASE(origin);
+}
+
+void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *resp = (const mca_btl_ofi_rma_msg_t *) buf;
+    mca_btl_ofi_module_t *module;
+    mca_btl_ofi_completion_t *comp = NULL;
+    mca_btl_ofi_endpoint_t *endpoint;
+    uint64_t off = 0;
+    bool data;
+
+    if (len < sizeof(*resp)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short put or get response");
+        return;
+    }
+    data = MCA_BTL_OFI_MSG_GET == resp->hdr.op && OPAL_SUCCESS == resp->status;
+    module = mca_btl_ofi_emu_request_module(context, resp->req_id); /* the one that asked */
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp);
+    /* its bytes must be of the operation, not counted yet, and sent for */
+    if (NULL != comp) {
+        off = resp->addr - comp->parked_raddr;
+        if (comp->parked_kind < MCA_BTL_OFI_RMA_PUT || comp->parked_kind > MCA_BTL_OFI_RMA_GET
+            || (data && resp->len != len - sizeof(*resp)) || resp->len > comp->emu_left
+            || resp->addr < comp->parked_raddr || off > comp->emu_next
+            || resp->len > comp->emu_next - off || resp->pieces > MCA_BTL_OFI_EMU_WINDOW) {
+            comp = NULL;
+        }
+    }
+    if (NULL != comp) {
+        /* the window: its messages are no longer in flight */
+        comp->endpoint->emu_credits += (int32_t) resp->pieces;
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == comp) {
+        /* a duplicate, a response to an operation already failed, or garbage */
+        MCA_BTL_OFI_VERBOSE(
+            MCA_BTL_OFI_VERBOSE_ERROR,
+            "dropped a put or get response with unknown id %" PRIu64 " or bad range", resp->req_id);
+        return;
+    }
+    if (OPAL_UNLIKELY(OPAL_ERR_BAD_PARAM == resp->status)) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "rma refused", true,
+                       MCA_BTL_OFI_MSG_PUT == resp->hdr.op ? "put" : "get",
+                       opal_process_info.nodename,
+                       OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+    }
+    if (data) {
+        /* no lock: these bytes keep the operation from completing */
+        memcpy((char *) comp->local_address + off, resp + 1, resp->len);
+    }
+    endpoint = comp->endpoint; /* COMP may be given back below */
+    mca_btl_ofi_rma_account(module, comp, resp->len, resp->status);
+    mca_btl_ofi_rma_pump(module, endpoint);
+}
+
+/* --------------------------------------------------- emulated atomics */
+
+/*
+ * Emulated atomics. Where the provider's own atomics cannot be used (its
+ * fetching atomics crash in udp;ofi_rxd of libfabric 1.17, libfabric issue
+ * #11814), every atomic travels as a message: the target checks the
+ * address against its registrations, applies the operation with processor
+ * atomics from its progress loop, and replies with the old value. All
+ * atomics of the module take this path so they stay atomic with respect
+ * to each other.
+ */
+int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                            void *local_address, uint64_t remote_address,
+                            mca_btl_base_registration_handle_t *local_handle,
+                            mca_btl_base_registration_handle_t *remote_handle,
+                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
+                            void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    mca_btl_ofi_completion_t *comp;
+    mca_btl_ofi_amo_req_t req;
+    int rc;
+
+    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
+                                        local_handle, cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    req.hdr.type = MCA_BTL_OFI_MSG_AMO_REQ;
+    req.hdr.op = (uint8_t) op;
+    req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
+                    | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
+    req.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    req.hdr.seq = 0;
+    req.hdr.origin = mca_btl_ofi_component.my_name;
+    req.req_id = mca_btl_ofi_emu_request_add(module, comp);
+    req.addr = remote_address;
+    req.key = mca_btl_ofi_rkey(endpoint, remote_handle);
+    req.operand = operand;
+    req.compare = compare;
+
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req),
+                                &context->counters.atomic_count);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        mca_btl_ofi_inflight(context, endpoint, -1);
+        MCA_BTL_OFI_LOCK(&module->lock);
+        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, req.req_id);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        opal_free_list_return(&context->completions, &comp->super);
+        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
+            (void) mca_btl_ofi_context_progress(context);
+        }
+        return rc;
+    }
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
+    bool narrow = !!(req->hdr.flags & MCA_BTL_OFI_AMO_32BIT);
+    size_t width = narrow ? sizeof(uint32_t) : sizeof(uint64_t);
+    mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_amo_resp_t resp;
+    mca_btl_ofi_reg_t *reg;
+
+    if (len < sizeof(*req)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
+        return;
+    }
+    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an atomic request from a process we do not know");
+        return;
+    }
+    /* the key is of the rail the request was numbered on, which is not
+     * this one when it was sent again after that rail's link failed
+     * (MCA_BTL_OFI_NO_SEQ names no rail: this one) */
+    reg = mca_btl_ofi_reg_by_key(module, req->hdr.rail, req->key);
+
+    resp.hdr.type = MCA_BTL_OFI_MSG_AMO_RESP;
+    resp.hdr.op = req->hdr.op;
+    resp.hdr.flags = req->hdr.flags;
+    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    resp.hdr.seq = 0;
+    resp.hdr.origin = mca_btl_ofi_component.my_name;
+    resp.req_id = req->req_id;
+    resp.result = 0;
+    resp.pad = 0;
+    /* only inside a registration open to remote atomics, and aligned */
+    if (NULL == reg || !(reg->super.access_flags & MCA_RCACHE_ACCESS_REMOTE_ATOMIC)
+        || req->addr < (uint64_t) (uintptr_t) reg->super.base
+        || req->addr + width - 1 > (uint64_t) (uintptr_t) reg->super.bound
+        || 0 != (req->addr & (width - 1)) || req->hdr.op > MCA_BTL_ATOMIC_LAST) {
+        resp.status = OPAL_ERR_BAD_PARAM;
+    } else {
+        resp.status = OPAL_SUCCESS;
+        resp.result = mca_btl_ofi_atomic_apply((mca_btl_base_atomic_op_t) req->hdr.op, req->addr,
+                                               req->operand, req->compare,
+                                               !!(req->hdr.flags & MCA_BTL_OFI_AMO_CSWAP), narrow);
+    }
+    /* over the rail that works, if this one's link to it failed */
+    to = mca_btl_ofi_route(origin, &context);
+    mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    OBJ_RELEASE(origin);
+}
+
+void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len)
+{
+    const mca_btl_ofi_amo_resp_t *resp = (const mca_btl_ofi_amo_resp_t *) msg;
+    mca_btl_ofi_module_t *module;
+    mca_btl_ofi_completion_t *comp = NULL;
+
+    if (len < sizeof(*resp)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic reply");
+        return;
+    }
+    module = mca_btl_ofi_emu_request_module(context, resp->req_id); /* the one that asked */
+    MCA_BTL_OFI_LOCK(&module->lock);
+    if (OPAL_SUCCESS
+        == opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp)) {
+        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, resp->req_id);
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == comp) {
+        /* a duplicate, a reply to an atomic already failed, or garbage */
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an atomic reply with unknown id %" PRIu64, resp->req_id);
+        return;
+    }
+    if (OPAL_SUCCESS != resp->status) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "atomic refused", true, opal_process_info.nodename,
+                       OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+    } else if (NULL != comp->local_address) {
+        mca_btl_ofi_store_result(comp->local_address, resp->result,
+                                 !!(resp->hdr.flags & MCA_BTL_OFI_AMO_32BIT));
+    }
+    mca_btl_ofi_completion_finish(comp, resp->status);
+}

@@ -1,0 +1,76 @@
+/*
+ * btl/ofi emulated RMA and atomics (btl_ofi_emulate.c).
+ */
+
+#ifndef MCA_BTL_OFI_EMULATE_H
+#define MCA_BTL_OFI_EMULATE_H
+
+#include "btl_ofi_context.h"
+#include "btl_ofi_rdma.h"
+#include "btl_ofi_types.h"
+
+BEGIN_C_DECLS
+
+/** Register COMP (an emulated atomic, put or get of MODULE) under a new
+ * id, which its responses carry; the rail in the top byte, so that a
+ * response that comes on another rail (its link failed) finds MODULE. */
+static inline uint64_t mca_btl_ofi_emu_request_add(mca_btl_ofi_module_t *module,
+                                                   mca_btl_ofi_completion_t *comp)
+{
+    uint64_t id;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    id = ((uint64_t) module->rail << 56) | (++module->emu_next_id & (UINT64_MAX >> 8));
+    (void) opal_hash_table_set_value_uint64(&module->emu_requests, id, comp);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    return id;
+}
+
+/** The module whose operation ID is (see mca_btl_ofi_emu_request_add); the
+ * receiving CONTEXT's when the id names no open rail. */
+static inline mca_btl_ofi_module_t *mca_btl_ofi_emu_request_module(mca_btl_ofi_context_t *context,
+                                                                   uint64_t id)
+{
+    uint64_t rail = id >> 56;
+
+    if (rail < (uint64_t) mca_btl_ofi_component.num_modules
+        && NULL != mca_btl_ofi_component.modules[rail]) {
+        return mca_btl_ofi_component.modules[rail];
+    }
+    return context->module;
+}
+
+/** Start COMP's put or get (KIND) of SIZE bytes at REMOTE_ADDRESS as
+ * messages; the operation is counted in flight and completes once every
+ * piece is answered. */
+void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                             mca_btl_ofi_completion_t *comp, int kind, size_t size,
+                             uint64_t remote_address,
+                             mca_btl_base_registration_handle_t *remote_handle);
+
+/** The target's side of an emulated put or get (a message of type
+ * MCA_BTL_OFI_MSG_PUT or _GET, LEN bytes at MSG): store the bytes, or
+ * send them, and answer. */
+void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+/** A response to an emulated put or get of ours (MCA_BTL_OFI_MSG_RMA_RESP):
+ * count its bytes, copy a get's in, complete the operation at the last. */
+void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+/** An atomic as a message: the target applies it with processor atomics
+ * and answers with the old value. */
+int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                            void *local_address, uint64_t remote_address,
+                            mca_btl_base_registration_handle_t *local_handle,
+                            mca_btl_base_registration_handle_t *remote_handle,
+                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
+                            void *cbcontext, void *cbdata);
+/** The target's side of an emulated atomic (MCA_BTL_OFI_MSG_AMO_REQ). */
+void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+/** The answer to an emulated atomic of ours (MCA_BTL_OFI_MSG_AMO_RESP). */
+void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_EMULATE_H */

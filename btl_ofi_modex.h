@@ -1,0 +1,56 @@
+/*
+ * btl/ofi modex (btl_ofi_modex.c): what each process publishes, and a
+ * peer's entry read for one of our modules.
+ */
+
+#ifndef MCA_BTL_OFI_MODEX_H
+#define MCA_BTL_OFI_MODEX_H
+
+#include "btl_ofi_types.h"
+
+BEGIN_C_DECLS
+
+/* What each process publishes: its context layout and libfabric addresses. */
+typedef struct mca_btl_ofi_modex_t {
+    uint32_t layout;       /* MCA_BTL_OFI_MODEX_LAYOUT: refuse blobs of another layout */
+    uint16_t num_contexts; /* contexts of the publishing module */
+    uint16_t num_addrs;    /* 1 for a scalable endpoint, else one per context */
+    uint32_t addr_len;     /* bytes of each address */
+    uint32_t sep;          /* 1 when the addresses name a scalable endpoint */
+    /* who the publisher is on its host, so that a peer sharing the host (same
+     * boot and pid namespace) can tell whether the process still exists */
+    uint32_t pid;
+    uint64_t pidns;      /* inode of /proc/self/ns/pid */
+    uint64_t start_time; /* field 22 of /proc/self/stat: guards against pid reuse */
+    char boot_id[40];    /* /proc/sys/kernel/random/boot_id */
+    uint16_t probe_port; /* TCP port of its liveness listener, 0: none */
+    uint16_t reserved[3];
+    uint8_t addrs[];
+} mca_btl_ofi_modex_t;
+
+#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100003u
+
+/* What a process publishes: the parts of its modules (rails), one after
+ * the other. */
+typedef struct mca_btl_ofi_modex_rails_t {
+    uint32_t layout; /* MCA_BTL_OFI_MODEX_RAILS_LAYOUT */
+    uint32_t count;
+    uint32_t sizes[MCA_BTL_OFI_MAX_RAILS];
+} mca_btl_ofi_modex_rails_t;
+
+#define MCA_BTL_OFI_MODEX_RAILS_LAYOUT 0x0f1a0001u
+
+/* Publish every module's part (COUNT modules). */
+int mca_btl_ofi_modex_send(mca_btl_ofi_module_t **modules, int count);
+
+/* PROC's entry, checked, and the part of it MODULE pairs with: *ALL_OUT
+ * (free it when done; *BLOB_OUT and the peer's rail index *RAIL_OUT point
+ * into it). OPAL_ERR_UNREACH, said once, when it is missing, malformed, of
+ * another endpoint kind, or has no part for this module. */
+int mca_btl_ofi_modex_peer(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
+                           mca_btl_ofi_modex_rails_t **all_out,
+                           const mca_btl_ofi_modex_t **blob_out, int *rail_out);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_MODEX_H */
