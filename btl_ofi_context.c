@@ -12,7 +12,9 @@
 #include "opal_config.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -349,7 +351,8 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
  * connection failed): tell the upper layer once per peer through the BTL
  * error callback, naming the peer; ob1 then ends the job with that text
  * instead of waiting for traffic that will never come. */
-static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_context, int err)
+static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_context, int err,
+                                  int prov_errno)
 {
     mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_op_endpoint(op_context);
@@ -379,6 +382,24 @@ static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_conte
     case FI_ETIMEDOUT:
     case FI_EADDRNOTAVAIL:
         mca_btl_ofi_endpoint_lost(module, endpoint, fi_strerror(err));
+        break;
+    case FI_ECANCELED:
+        /* ofi_rxm cancels what was queued on a connection that closed
+         * under it, and its errno says so: the peer's process is gone (a
+         * live peer closes no connection while our operations to it are
+         * in flight). Named here, before the report: a probe could still
+         * find the dying process's listener open, and the report's help
+         * message holds this process while the runtime ends the job (the
+         * host then went unnamed: tests/hosts lost:tcp+ofi_rxm:msg:kill,
+         * 1 run of a fresh CI) */
+        if (ENOTCONN == prov_errno || ECONNRESET == prov_errno || EPIPE == prov_errno) {
+            snprintf(info, sizeof(info),
+                     "its connection closed (the provider canceled an operation to it: %s)",
+                     strerror(prov_errno));
+            mca_btl_ofi_endpoint_lost(module, endpoint, info);
+            break;
+        }
+        mca_btl_ofi_endpoint_suspect(module, endpoint);
         break;
     default:
         /* other errors (EIO, ECANCELED...) name no cause: look at the peer
@@ -494,7 +515,7 @@ static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, const struct f
         mca_btl_ofi_context_report_error(context, err);
     }
     if (act) {
-        mca_btl_ofi_peer_lost(context, err->op_context, err->err);
+        mca_btl_ofi_peer_lost(context, err->op_context, err->err, err->prov_errno);
     }
     if (!report_first) {
         mca_btl_ofi_context_report_error(context, err);

@@ -246,6 +246,16 @@ plot "$OUT/plots/.put-bw-ours+$p.dat" w lp t "put, ours", "$OUT/plots/.get-bw-ou
      "$OUT/plots/.put-bw-anchor.dat" w lp t "put, osc/pt2pt", "$OUT/plots/.get-bw-anchor.dat" w lp t "get, osc/pt2pt"
 unset multiplot
 EOF
+            # the same latencies as text, for the README
+            gnuplot <<EOF >"$OUT/plots/$bind-$p.txt" 2>>"$OUT/plots/gnuplot.log"
+set terminal dumb 78 24
+set logscale xy 2
+set xtics ("8B" 8, "64B" 64, "1K" 1024, "16K" 16384, "256K" 262144, "4M" 4194304)
+set key top left
+set title "us per put/get + flush, --bind-to $bind, $prov"
+plot "$OUT/plots/.put-lat-ours+$p.dat" w lp t "put ours", "$OUT/plots/.get-lat-ours+$p.dat" w lp t "get ours", \
+     "$OUT/plots/.put-lat-anchor.dat" w lp t "put pt2pt", "$OUT/plots/.get-lat-anchor.dat" w lp t "get pt2pt"
+EOF
         done
     done
     rm -f "$OUT"/plots/.*.dat
@@ -265,6 +275,12 @@ report() { # bind
     echo
     cat "$OUT/goals-$1.md"
     echo
+    if [[ -s $OUT/plots/$1-tcp+ofi_rxm.txt ]]; then
+        echo "Latency against size, tcp;ofi_rxm (plots/$1-*.png: every provider, accumulate, bandwidth):"
+        echo
+        sed 's/^/    /' "$OUT/plots/$1-tcp+ofi_rxm.txt"
+        echo
+    fi
     echo "Other paths of ours (8 B, us per operation + flush):"
     echo
     cat "$OUT/paths-$1.md"

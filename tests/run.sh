@@ -450,11 +450,13 @@ if wanted bench; then
         log=$logdir/bench-hosts.log
         out=$logdir/bench-hosts
         rm -rf "$out"
-        QUICK=1 OUT=$out timeout -k 15 300 bash "$repo/bench/hosts.sh" </dev/null >"$log" 2>&1
+        # the harness's smoke: one provider, one binding
+        QUICK=1 PROVIDERS="tcp;ofi_rxm" BINDINGS=core OUT=$out timeout -k 15 300 \
+            bash "$repo/bench/hosts.sh" </dev/null >"$log" 2>&1
         rc=$?
-        ours=$(awk -F '\t' '$1 ~ /^ours:/' "$out/medians.tsv" 2>/dev/null | wc -l)
-        anchor=$(awk -F '\t' '$1 == "anchor"' "$out/medians.tsv" 2>/dev/null | wc -l)
-        if ((rc == 0)) && [[ -s $out/table.md && -s $out/goals.md ]] && ((ours > 0 && anchor > 0)); then
+        ours=$(awk -F '\t' '$1 ~ /^core\/ours:/' "$out/medians.tsv" 2>/dev/null | wc -l)
+        anchor=$(awk -F '\t' '$1 == "core/anchor"' "$out/medians.tsv" 2>/dev/null | wc -l)
+        if ((rc == 0)) && [[ -s $out/table-core.md && -s $out/goals-core.md ]] && ((ours > 0 && anchor > 0)); then
             pass "bench hosts" $((SECONDS - t1)) "QUICK=1 bench/hosts.sh: $ours values of ours, $anchor of the osc/pt2pt anchor"
         else
             fail "bench hosts" $((SECONDS - t1)) "exit code $rc; $ours values of ours, $anchor of the anchor" "$log"
