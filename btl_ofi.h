@@ -3,27 +3,41 @@
  *
  * What every file of the component shares: its version, verbose stream,
  * locks, error reports, and the component's, module's and context's entry
- * points (the types are in btl_ofi_types.h). The files, each with a header
- * of its name for what it exports:
+ * points (the types are in btl_ofi_types.h, the wire formats of our own
+ * messages in btl_ofi_wire.h). The files, each with a header of its name
+ * for what it exports, in layers: a file calls only files below it.
  *
- *   component  MCA variables, provider and rail choice, init, the progress
- *              callback
+ *   component  MCA variables, provider and rail choice, init
  *   module     add/del procs, memory registration (rcache), flush,
- *              finalize
- *   context    endpoints, completion queues and their locks, completion
- *              dispatch, the progress thread
+ *              finalize; sets the message handlers of the protocols below
+ *   progress   the progress callback: reads the completion queues, hands
+ *              each completion to its owner, completion errors, the
+ *              progress thread
+ *   rails      the periodic peer check's consequences: failover from a
+ *              rail whose link to a peer failed, or the peer named lost
+ *   atomics    op, fetch-op, compare-swap through the provider or locally
+ *   rdma       put and get (split over the rails), posting RMA
+ *   emulate    puts, gets and atomics carried as messages, one request
+ *              registry; the target's side of an atomic
+ *   seq, frag  messages: frag posts and receives them (two-sided
+ *              descriptors, receive buffers, delivery by message type to
+ *              the handler module set), seq numbers them with several
+ *              rails. One layer in two files: frag's paths number and check
+ *              through seq, seq sends acknowledgements and copies through
+ *              frag (the only two files that call each other)
  *   endpoint   a peer's endpoint: its addresses, the route to it
  *   modex      what each process publishes, a peer's entry read
+ *   completion the completion objects of puts, gets and atomics; the
+ *              verdict on one that failed
  *   liveness   who is alive: /proc, probes, liveness connections, the
- *              periodic peer check and the lost-peer verdicts
- *   rails      failover from a rail whose link to a peer failed
- *   rdma       put and get (split over the rails), completion objects
- *   atomics    op, fetch-op, compare-swap through the provider or locally
- *   emulate    puts, gets and atomics carried as messages, one request
- *              registry
- *   frag       two-sided descriptors, send and receive of messages
- *   seq        numbered messages with several rails (nothing lost or taken
- *              twice when a link fails)
+ *              look at the peers, the lost-peer verdicts and their one way
+ *              out (mca_btl_ofi_module_fatal)
+ *   context    endpoints' transmit/receive contexts, completion queues and
+ *              their locks, the thread-to-context binding
+ *
+ * The operations' own paths (put, get, atomics, send) never read a
+ * completion queue: a full context answers OPAL_ERR_OUT_OF_RESOURCE and
+ * the caller progresses, so failover and fatal errors act from progress.
  */
 
 #ifndef MCA_BTL_OFI_H
@@ -126,10 +140,6 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
  * variable not registered counts as set). */
 bool mca_btl_ofi_param_is_default(const char *name);
 
-/* The registration peers reach with KEY, a key of rail RAIL (MODULE's own
- * when RAIL names no open rail), or NULL. */
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_by_key(mca_btl_ofi_module_t *module, unsigned rail, uint64_t key);
-
 /* component */
 int mca_btl_ofi_component_progress(void);
 /** Progress every context of every module once; CHECK: look at the peers
@@ -147,7 +157,7 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
 /** Stop the job through the upper layer's error callback with INFO naming
  * PROC (or NULL) and the cause; without a callback INFO is printed. Not
- * while the module closes. */
+ * while the module closes. (btl_ofi_liveness.c: the verdicts' way out) */
 void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info);
 
 /** fi_close; a failure is reported at verbose level 1 with fi_strerror,
@@ -204,6 +214,22 @@ bool mca_btl_ofi_fault_hit(int call);
 /* 0 when the lock was taken (or locking is off), as opal_mutex_trylock */
 #define MCA_BTL_OFI_TRYLOCK(m) (mca_btl_ofi_component.locking ? opal_mutex_trylock(m) : 0)
 
+/* The registration peers reach with KEY, a key of rail RAIL (MODULE's own
+ * when RAIL names no open rail), or NULL. */
+static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_by_key(mca_btl_ofi_module_t *module, unsigned rail,
+                                                        uint64_t key)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_ofi_module_t *keys =
+        rail < (unsigned) c->num_modules && NULL != c->modules[rail] ? c->modules[rail] : module;
+    mca_btl_ofi_reg_t *reg = NULL;
+
+    MCA_BTL_OFI_LOCK(&keys->lock);
+    (void) opal_hash_table_get_value_uint64(&keys->regs_by_key, key, (void **) &reg);
+    MCA_BTL_OFI_UNLOCK(&keys->lock);
+    return reg;
+}
+
 /** Report a failed libfabric call once, with its name and fi_strerror. */
 #define MCA_BTL_OFI_REPORT_AT(call, rc, file, line)                                                \
     opal_show_help(MCA_BTL_OFI_HELP_FILE, "fi call failed", true, opal_process_info.nodename,      \
@@ -219,7 +245,7 @@ static inline mca_btl_ofi_reg_t *mca_btl_ofi_reg_from_handle(mca_btl_base_regist
 static inline uint64_t mca_btl_ofi_rkey(const struct mca_btl_base_endpoint_t *endpoint,
                                         const mca_btl_base_registration_handle_t *handle)
 {
-    return *(const uint64_t *) ((const char *) handle + endpoint->peer_key_offset);
+    return *(const uint64_t *) ((const char *) handle + endpoint->rail.peer_key_offset);
 }
 
 /** Remote address as the provider wants it: virtual, or offset in the region. */

@@ -164,69 +164,6 @@ static inline void mca_btl_ofi_store_operand(uint64_t *slot, uint64_t value, int
  * whatever the operation's width, overwriting the 4 bytes after a 32-bit
  * result, while its callback copies only the operation's size.
  */
-static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t old,
-                                         uint64_t operand, bool narrow)
-{
-    if (narrow) {
-        operand &= UINT32_MAX; /* only the low half is the 32-bit operand */
-    }
-    switch (op) {
-    case MCA_BTL_ATOMIC_ADD:
-        return old + operand;
-    case MCA_BTL_ATOMIC_AND:
-        return old & operand;
-    case MCA_BTL_ATOMIC_OR:
-        return old | operand;
-    case MCA_BTL_ATOMIC_XOR:
-        return old ^ operand;
-    case MCA_BTL_ATOMIC_LAND:
-        return (0 != old) && (0 != operand);
-    case MCA_BTL_ATOMIC_LOR:
-        return (0 != old) || (0 != operand);
-    case MCA_BTL_ATOMIC_LXOR:
-        return (0 != old) != (0 != operand);
-    case MCA_BTL_ATOMIC_SWAP:
-        return operand;
-    default:
-        return old;
-    }
-}
-
-/* Apply an atomic to memory of this process; returns the old value. */
-uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
-                                  uint64_t compare, bool is_cswap, bool narrow)
-{
-    if (narrow) {
-        uint32_t *target = (uint32_t *) (uintptr_t) address;
-        uint32_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
-        if (is_cswap) {
-            old = (uint32_t) compare;
-            (void) __atomic_compare_exchange_n(target, &old, (uint32_t) operand, false,
-                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-            return old;
-        }
-        do {
-            want = (uint32_t) mca_btl_ofi_apply(op, old, operand, true);
-        } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
-                                              __ATOMIC_ACQUIRE));
-        return old;
-    } else {
-        uint64_t *target = (uint64_t *) (uintptr_t) address;
-        uint64_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
-        if (is_cswap) {
-            old = compare;
-            (void) __atomic_compare_exchange_n(target, &old, operand, false, __ATOMIC_ACQ_REL,
-                                               __ATOMIC_ACQUIRE);
-            return old;
-        }
-        do {
-            want = mca_btl_ofi_apply(op, old, operand, false);
-        } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
-                                              __ATOMIC_ACQUIRE));
-        return old;
-    }
-}
-
 static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
                                     mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
                                     uint64_t compare, bool is_cswap, int flags, void *result,

@@ -11,8 +11,10 @@
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_modex.h"
+#include "btl_ofi_rails.h"
 
 #include <arpa/inet.h>
+#include <limits.h>
 #include <dlfcn.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -193,11 +195,9 @@ static void mca_btl_ofi_fault_parse(const char *spec)
 }
 #endif /* MCA_BTL_OFI_FAULT_INJECTION */
 
-static int mca_btl_ofi_component_register(void)
+/* Which providers and interfaces (rails) may be used. */
+static void mca_btl_ofi_register_choice(mca_btl_ofi_component_t *c)
 {
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    mca_base_var_enum_t *progress_enum = NULL, *mode_enum = NULL;
-
     c->provider_include = NULL;
     (void) mca_btl_ofi_reg_string(
         "provider_include",
@@ -247,6 +247,12 @@ static int mca_btl_ofi_component_register(void)
         "spreads its own transfers too). 0: never split. Default 256 KiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->rail_split_size);
+}
+
+/* What a module opens: its traffic, contexts, receive buffers, progress. */
+static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
+{
+    mca_base_var_enum_t *progress_enum = NULL, *mode_enum = NULL;
 
     c->mode = MCA_BTL_OFI_MODE_FULL;
     (void) mca_base_var_enum_create("btl_ofi_mode", mca_btl_ofi_mode_values, &mode_enum);
@@ -276,36 +282,10 @@ static int mca_btl_ofi_component_register(void)
     c->progress_threshold = 64;
     (void) mca_btl_ofi_reg_int(
         "progress_threshold",
-        "Operations in flight on a context above which posting a new one also drains that "
-        "context's completion queue (bounds queue depth on providers with manual progress)",
+        "Operations in flight on a context above which posting a new one also lets the "
+        "provider move data (providers with manual progress; completions are still taken by "
+        "progress only)",
         &c->progress_threshold, OPAL_INFO_LVL_5, NULL);
-
-    c->peer_check_interval = 1000;
-    (void) mca_btl_ofi_reg_int(
-        "peer_check_interval",
-        "Milliseconds between checks that the peers on this host still exist; a peer found "
-        "gone (killed, crashed) is reported to the upper layer, which ends the job naming it, "
-        "and operations to it fail at once (stalled peers on other hosts are looked at every "
-        "100 ms, or this often if less). 0 or less: never check, never probe",
-        &c->peer_check_interval, OPAL_INFO_LVL_5, NULL);
-
-    c->peer_probe_after = 0.5;
-    (void) mca_base_component_var_register(
-        &c->super.btl_version, "peer_probe_after",
-        "Seconds (fractions allowed) a peer on another host may leave our operations to it "
-        "uncompleted before its host is probed (a TCP connection attempt to a port of the "
-        "peer's: a live kernel answers at once, even while the peer computes outside MPI; "
-        "while it keeps answering, the wait before the next probe doubles, up to 8 s or this "
-        "value); a host that does not answer within btl_ofi_peer_probe_timeout is reported "
-        "lost (host down, link cut). 0 or less: never probe (e.g. where a firewall drops such "
-        "probes)",
-        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->peer_probe_after);
-    c->peer_probe_timeout = 3;
-    (void) mca_btl_ofi_reg_int("peer_probe_timeout",
-                               "Seconds a probe of a peer's host may go unanswered (see "
-                               "btl_ofi_peer_probe_after) before the host is reported lost",
-                               &c->peer_probe_timeout, OPAL_INFO_LVL_5, NULL);
 
     c->num_cq_read = 64;
     (void) mca_btl_ofi_reg_int("num_cq_read",
@@ -355,14 +335,42 @@ static int mca_btl_ofi_component_register(void)
                                "the completion queues (1 to 1000000): lower reacts faster, "
                                "higher costs less CPU",
                                &c->progress_thread_interval, OPAL_INFO_LVL_5, NULL);
+}
 
-    c->verbose = 0;
-    (void) mca_btl_ofi_reg_int("verbose",
-                               "Verbosity of this component's own output stream: 1 errors and "
-                               "the provider choice (one line per candidate), 5 resources and "
-                               "limits, 20 per-peer events",
-                               &c->verbose, OPAL_INFO_LVL_3, NULL);
+/* How lost peers are found. */
+static void mca_btl_ofi_register_liveness(mca_btl_ofi_component_t *c)
+{
+    c->peer_check_interval = 1000;
+    (void) mca_btl_ofi_reg_int(
+        "peer_check_interval",
+        "Milliseconds between checks that the peers on this host still exist; a peer found "
+        "gone (killed, crashed) is reported to the upper layer, which ends the job naming it, "
+        "and operations to it fail at once (stalled peers on other hosts are looked at every "
+        "100 ms, or this often if less). 0 or less: never check, never probe",
+        &c->peer_check_interval, OPAL_INFO_LVL_5, NULL);
 
+    c->peer_probe_after = 0.5;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "peer_probe_after",
+        "Seconds (fractions allowed) a peer on another host may leave our operations to it "
+        "uncompleted before its host is probed (a TCP connection attempt to a port of the "
+        "peer's: a live kernel answers at once, even while the peer computes outside MPI; "
+        "while it keeps answering, the wait before the next probe doubles, up to 8 s or this "
+        "value); a host that does not answer within btl_ofi_peer_probe_timeout is reported "
+        "lost (host down, link cut). 0 or less: never probe (e.g. where a firewall drops such "
+        "probes)",
+        MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->peer_probe_after);
+    c->peer_probe_timeout = 3;
+    (void) mca_btl_ofi_reg_int("peer_probe_timeout",
+                               "Seconds a probe of a peer's host may go unanswered (see "
+                               "btl_ofi_peer_probe_after) before the host is reported lost",
+                               &c->peer_probe_timeout, OPAL_INFO_LVL_5, NULL);
+}
+
+/* Which operations travel as messages. */
+static void mca_btl_ofi_register_paths(mca_btl_ofi_component_t *c)
+{
     c->emulate_atomics = -1;
     (void) mca_btl_ofi_reg_int(
         "emulate_atomics",
@@ -379,6 +387,17 @@ static int mca_btl_ofi_component_register(void)
         "loop, in pieces of one message, instead of the provider's RMA: -1 where the "
         "provider's loses data (udp;ofi_rxd), 0 never, 1 always (needs FI_MSG)",
         &c->emulate_rma, OPAL_INFO_LVL_6, NULL);
+}
+
+/* What the component says: verbosity, version, choice; fault injection (testing). */
+static void mca_btl_ofi_register_info(mca_btl_ofi_component_t *c)
+{
+    c->verbose = 0;
+    (void) mca_btl_ofi_reg_int("verbose",
+                               "Verbosity of this component's own output stream: 1 errors and "
+                               "the provider choice (one line per candidate), 5 resources and "
+                               "limits, 20 per-peer events",
+                               &c->verbose, OPAL_INFO_LVL_3, NULL);
 
     c->version = MCA_BTL_OFI_VERSION_STRING;
     (void) mca_btl_ofi_reg_string("version", "Version of this btl/ofi component (read-only)",
@@ -403,6 +422,12 @@ static int mca_btl_ofi_component_register(void)
         "(default): no fault",
         &c->inject_fault, OPAL_INFO_LVL_9, 0, MCA_BASE_VAR_SCOPE_READONLY);
 #endif
+}
+
+/* MPI_T performance variables: the operations counted per process. */
+static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
+{
+    (void) c;
 
     mca_btl_ofi_reg_counter("put_count", "Put operations issued by this process",
                             offsetof(mca_btl_ofi_counters_t, put_count));
@@ -424,6 +449,18 @@ static int mca_btl_ofi_component_register(void)
                             offsetof(mca_btl_ofi_counters_t, recv_count));
     mca_btl_ofi_reg_counter("recv_bytes", "Bytes of messages received, headers included",
                             offsetof(mca_btl_ofi_counters_t, recv_bytes));
+}
+
+static int mca_btl_ofi_component_register(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    mca_btl_ofi_register_choice(c);
+    mca_btl_ofi_register_resources(c);
+    mca_btl_ofi_register_liveness(c);
+    mca_btl_ofi_register_paths(c);
+    mca_btl_ofi_register_info(c);
+    mca_btl_ofi_register_counters(c);
 
     /* latency, bandwidth, limits and flags: the base BTL parameters */
     return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_ofi_module_template.super);
@@ -464,104 +501,65 @@ static int mca_btl_ofi_component_close(void)
 
 /* --------------------------------------------------------------- checking */
 
-/*
- * udp;ofi_rxd in libfabric 1.17: fetching and compare atomics crash in
- * fi_cq_read once answered (libfabric issue #11814), and a flood of
- * fi_inject messages (over about a thousand unacknowledged) is lost for
- * good, hanging the receiver; fi_send of the same messages works. With
- * FI_MULTI_RECV buffers, a flood of unexpected 20 KiB messages from 3
- * senders completes with "Truncation error" (or is silently lost) although
- * every buffer keeps FI_OPT_MIN_MULTI_RECV bytes free; single-message
- * buffers carry the same flood.
- *
- * ofi_rxm in libfabric 1.17: closing an endpoint whose connection still
- * holds messages (a link that failed while they were in flight; btl/ofi
- * sent copies over another rail) flushes the connection, and the
- * provider's handling of a canceled message it posted itself reads its
- * NULL context: a segfault in fi_close (seen in 1 of 7 rail-cut runs).
- */
-uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
-{
-    if (NULL != strstr(prov_name, "ofi_rxd")) {
-        return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
-               | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT
-               | MCA_BTL_OFI_QUIRK_RMA;
-    }
-    if (NULL != strstr(prov_name, "ofi_rxm")) {
-        return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
-    }
-    return 0;
-}
-
 /* Bounds of btl_ofi_max_send_size (bytes): ob1 needs room for its headers
  * in an eager message; 64 descriptors of the largest size are allocated at
  * once. */
 #define MCA_BTL_OFI_MIN_SEND_SIZE 1024
 #define MCA_BTL_OFI_MAX_SEND_SIZE (1024 * 1024)
 
-/* Bring every numeric parameter into range, saying so once for each. */
+/* Bring every integer parameter into its range, saying so once for each:
+ * the value below (above) the range is replaced by BELOW (ABOVE), a bound
+ * or the default. */
+static void mca_btl_ofi_check_ints(void)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    const struct {
+        int *value;
+        const char *name;
+        int lo, hi;
+        const char *range;
+        int below, above;
+    } checks[] = {
+        {&c->num_contexts_per_module, "btl_ofi_num_contexts_per_module", 1, INT_MAX, "at least 1",
+         1, 1},
+        {&c->num_cq_read, "btl_ofi_num_cq_read", 1, 128, "from 1 to 128", 1, 128},
+        {&c->progress_threshold, "btl_ofi_progress_threshold", 1, INT_MAX, "at least 1", 64, 64},
+        {&c->peer_probe_timeout, "btl_ofi_peer_probe_timeout", 1, 3600, "from 1 to 3600", 3, 3},
+        {&c->emulate_atomics, "btl_ofi_emulate_atomics", -1, 1, "-1 (where needed), 0 or 1", -1,
+         -1},
+        {&c->emulate_rma, "btl_ofi_emulate_rma", -1, 1, "-1 (where needed), 0 or 1", -1, -1},
+        {&c->max_rails, "btl_ofi_max_rails", 1, MCA_BTL_OFI_MAX_RAILS, "from 1 to 8", 1,
+         MCA_BTL_OFI_MAX_RAILS},
+        {&c->rd_num, "btl_ofi_rd_num", 1, 4096, "from 1 to 4096", 8, 8},
+        {&c->multi_recv_size, "btl_ofi_multi_recv_size", 0, INT_MAX, "0 or more", 0, 0},
+        {&c->progress_thread_interval, "btl_ofi_progress_thread_interval", 1, 1000000,
+         "from 1 to 1000000 (microseconds)", 1, 1000000},
+        {&c->mode, "btl_ofi_mode", MCA_BTL_OFI_MODE_ONE_SIDED, MCA_BTL_OFI_MODE_FULL, "0, 1 or 2",
+         MCA_BTL_OFI_MODE_FULL, MCA_BTL_OFI_MODE_FULL},
+    };
+
+    for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); ++i) {
+        int value = *checks[i].value;
+
+        if (value < checks[i].lo || value > checks[i].hi) {
+            int use = value < checks[i].lo ? checks[i].below : checks[i].above;
+
+            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, opal_process_info.nodename,
+                           checks[i].name, value, checks[i].range, use);
+            *checks[i].value = use;
+        }
+    }
+}
+
+/* Bring every parameter into range, saying so once for each. */
 static void mca_btl_ofi_check_params(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     const char *host = opal_process_info.nodename;
 
-    if (c->num_contexts_per_module < 1) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
-                       "btl_ofi_num_contexts_per_module", c->num_contexts_per_module, "at least 1",
-                       1);
-        c->num_contexts_per_module = 1;
-    }
-    if (c->num_cq_read < 1 || c->num_cq_read > 128) {
-        int use = c->num_cq_read < 1 ? 1 : 128;
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_num_cq_read",
-                       c->num_cq_read, "from 1 to 128", use);
-        c->num_cq_read = use;
-    }
-    if (c->progress_threshold < 1) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_progress_threshold",
-                       c->progress_threshold, "at least 1", 64);
-        c->progress_threshold = 64;
-    }
-    if (c->peer_probe_timeout < 1 || c->peer_probe_timeout > 3600) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_peer_probe_timeout",
-                       c->peer_probe_timeout, "from 1 to 3600", 3);
-        c->peer_probe_timeout = 3;
-    }
+    mca_btl_ofi_check_ints();
     if (0 == c->rail_split_size) {
         c->rail_split_size = SIZE_MAX; /* never */
-    }
-    if (c->emulate_atomics < -1 || c->emulate_atomics > 1) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_emulate_atomics",
-                       c->emulate_atomics, "-1 (where needed), 0 or 1", -1);
-        c->emulate_atomics = -1;
-    }
-    if (c->emulate_rma < -1 || c->emulate_rma > 1) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_emulate_rma",
-                       c->emulate_rma, "-1 (where needed), 0 or 1", -1);
-        c->emulate_rma = -1;
-    }
-    if (c->max_rails < 1 || c->max_rails > MCA_BTL_OFI_MAX_RAILS) {
-        int use = c->max_rails < 1 ? 1 : MCA_BTL_OFI_MAX_RAILS;
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_max_rails",
-                       c->max_rails, "from 1 to 8", use);
-        c->max_rails = use;
-    }
-    if (c->rd_num < 1 || c->rd_num > 4096) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_rd_num", c->rd_num,
-                       "from 1 to 4096", 8);
-        c->rd_num = 8;
-    }
-    if (c->multi_recv_size < 0) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_multi_recv_size",
-                       c->multi_recv_size, "0 or more", 0);
-        c->multi_recv_size = 0;
-    }
-    if (c->progress_thread_interval < 1 || c->progress_thread_interval > 1000000) {
-        int use = c->progress_thread_interval < 1 ? 1 : 1000000;
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host,
-                       "btl_ofi_progress_thread_interval", c->progress_thread_interval,
-                       "from 1 to 1000000 (microseconds)", use);
-        c->progress_thread_interval = use;
     }
     /* btl_ofi_max_send_size is a base BTL parameter kept in the module
      * template; it sizes every receive buffer and send descriptor (64 are
@@ -578,11 +576,6 @@ static void mca_btl_ofi_check_params(void)
                        mca_btl_ofi_module_template.super.btl_max_send_size,
                        (size_t) MCA_BTL_OFI_MIN_SEND_SIZE, (size_t) MCA_BTL_OFI_MAX_SEND_SIZE, use);
         mca_btl_ofi_module_template.super.btl_max_send_size = use;
-    }
-    if (c->mode < MCA_BTL_OFI_MODE_ONE_SIDED || c->mode > MCA_BTL_OFI_MODE_FULL) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, host, "btl_ofi_mode", c->mode,
-                       "0, 1 or 2", MCA_BTL_OFI_MODE_FULL);
-        c->mode = MCA_BTL_OFI_MODE_FULL;
     }
     if (NULL != c->provider_include && '\0' == c->provider_include[0]) {
         c->provider_include = NULL;
@@ -1137,87 +1130,138 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
 
 /* --------------------------------------------------------------- init */
 
-static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
-                                                          bool enable_progress_threads,
-                                                          bool enable_mpi_threads)
+/* The selection lists, split once, and this host's interfaces; false
+ * (said) when the interface lists contradict each other. */
+static bool mca_btl_ofi_lists_open(mca_btl_ofi_lists_t *lists)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    struct fi_info *hints = NULL, *all = NULL, *with_dc = NULL;
-    mca_btl_ofi_lists_t lists = {NULL, NULL, NULL, NULL, NULL};
-    mca_btl_ofi_module_t *taken[MCA_BTL_OFI_MAX_RAILS];
-    char taken_if[MCA_BTL_OFI_MAX_RAILS][IF_NAMESIZE + 1];
-    int ntaken = 0;
-    char **seen = NULL;
-    mca_btl_ofi_module_t *module = NULL;
-    mca_btl_base_module_t **modules = NULL;
-    const char *host = opal_process_info.nodename;
-    char *seen_str;
-    int rc;
-    (void) enable_progress_threads;
 
-    *num_btl_modules = 0;
-    mca_btl_ofi_check_params();
-    c->locking = enable_mpi_threads || c->progress_thread;
-    memcpy(&c->my_name, &OPAL_PROC_MY_NAME, sizeof(c->my_name));
-#if MCA_BTL_OFI_FAULT_INJECTION
-    mca_btl_ofi_fault_parse(c->inject_fault);
-#endif
     if (NULL != c->if_include && NULL != c->if_exclude) {
         /* as btl/tcp: which one the user meant cannot be guessed */
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true, host, c->if_include,
-                       c->if_exclude);
-        return NULL;
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true,
+                       opal_process_info.nodename, c->if_include, c->if_exclude);
+        return false;
     }
-    lists.prov_include = opal_argv_split(c->provider_include, ',');
-    lists.prov_exclude = opal_argv_split(c->provider_exclude, ',');
-    lists.if_include = opal_argv_split(c->if_include, ',');
-    lists.if_exclude = opal_argv_split(c->if_exclude, ',');
-    if (0 != getifaddrs(&lists.ifs)) {
+    lists->prov_include = opal_argv_split(c->provider_include, ',');
+    lists->prov_exclude = opal_argv_split(c->provider_exclude, ',');
+    lists->if_include = opal_argv_split(c->if_include, ',');
+    lists->if_exclude = opal_argv_split(c->if_exclude, ',');
+    if (0 != getifaddrs(&lists->ifs)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "getifaddrs failed (%s): interfaces are known by domain name only",
                             strerror(errno));
-        lists.ifs = NULL;
+        lists->ifs = NULL;
     }
-    mca_btl_ofi_if_list_check("btl_ofi_if_include", lists.if_include, lists.ifs);
-    mca_btl_ofi_if_list_check("btl_ofi_if_exclude", lists.if_exclude, lists.ifs);
+    mca_btl_ofi_if_list_check("btl_ofi_if_include", lists->if_include, lists->ifs);
+    mca_btl_ofi_if_list_check("btl_ofi_if_exclude", lists->if_exclude, lists->ifs);
+    return true;
+}
 
+static void mca_btl_ofi_lists_close(mca_btl_ofi_lists_t *lists)
+{
+    opal_argv_free(lists->prov_include);
+    opal_argv_free(lists->prov_exclude);
+    opal_argv_free(lists->if_include);
+    opal_argv_free(lists->if_exclude);
+    if (NULL != lists->ifs) {
+        freeifaddrs(lists->ifs);
+    }
+}
+
+/* Every candidate (ALL), and the same asked with FI_DELIVERY_COMPLETE
+ * (WITH_DC): a candidate without a twin there cannot promise remote
+ * completion. Either may be NULL. */
+static void mca_btl_ofi_candidates(struct fi_info **all, struct fi_info **with_dc)
+{
+    struct fi_info *hints;
+    int rc;
+
+    *all = *with_dc = NULL;
     hints = mca_btl_ofi_hints(false);
     if (NULL == hints) {
-        goto out;
+        return;
     }
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_GETINFO)
              ? -FI_EIO
-             : fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, &all);
+             : fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, all);
     fi_freeinfo(hints);
     if (0 != rc) {
-        /* no match at all is -FI_ENODATA, reported below as "no provider" */
+        /* no match at all is -FI_ENODATA, reported as "no provider" */
         if (-FI_ENODATA != rc) {
             MCA_BTL_OFI_REPORT("fi_getinfo", rc);
         }
-        all = NULL;
+        *all = NULL;
+        return;
     }
     hints = mca_btl_ofi_hints(true);
     if (NULL == hints) {
-        goto out;
+        return;
     }
-    rc = fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, &with_dc);
+    rc = fi_getinfo(MCA_BTL_OFI_FI_API, NULL, NULL, 0, hints, with_dc);
     fi_freeinfo(hints);
     if (0 != rc) {
-        with_dc = NULL;
+        *with_dc = NULL;
     }
+}
+
+/* The candidate TWIN (of provider PROV, domain DOM) asked for the
+ * capabilities our paths need on it: messages for two-sided traffic and
+ * emulated atomics and RMA, multi-receive buffers where it has them; NULL
+ * (said) when it lacks what we need. */
+static struct fi_info *mca_btl_ofi_candidate_caps(const struct fi_info *twin, const char *prov,
+                                                  const char *dom)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    uint32_t quirks = mca_btl_ofi_provider_quirks(prov);
+    bool msg = MCA_BTL_OFI_MODE_ONE_SIDED != c->mode || 1 == c->emulate_atomics
+               || 1 == c->emulate_rma
+               || (0 > c->emulate_atomics && (quirks & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS))
+               || (0 > c->emulate_rma && (quirks & MCA_BTL_OFI_QUIRK_RMA));
+    uint64_t extra = msg ? FI_MSG : 0;
+    struct fi_info *mine = NULL;
+
+    if (msg && c->multi_recv_size > 0) {
+        /* pack messages into few big buffers where the provider can */
+        mine = mca_btl_ofi_pick(twin, extra | FI_MULTI_RECV);
+    }
+    if (NULL == mine) {
+        mine = mca_btl_ofi_pick(twin, extra);
+    }
+    if (NULL == mine && MCA_BTL_OFI_MODE_FULL == c->mode) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "candidate %s domain %s: no FI_MSG, one-sided traffic only", prov, dom);
+        mine = mca_btl_ofi_pick(twin, 0);
+    }
+    if (NULL == mine) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "candidate %s domain %s: refused, no FI_MSG for messages", prov, dom);
+    }
+    return mine;
+}
+
+/* Go through the candidates in libfabric's order and open a module (a
+ * rail) on each one the lists and the rails taken so far allow, saying
+ * for each why it was refused or that it was taken. Returns how many were
+ * taken (into TAKEN, their interfaces into TAKEN_IF); SEEN: every provider
+ * met, for the message when none is. */
+static int mca_btl_ofi_take_candidates(struct fi_info *all, struct fi_info *with_dc,
+                                       mca_btl_ofi_lists_t *lists, mca_btl_ofi_module_t **taken,
+                                       char (*taken_if)[IF_NAMESIZE + 1], char ***seen)
+{
+    int ntaken = 0, rc;
 
     for (struct fi_info *info = all; NULL != info; info = info->next) {
         const char *prov = info->fabric_attr->prov_name;
         const char *dom = info->domain_attr->name;
-        const char *iface = mca_btl_ofi_iface_of(info, lists.ifs);
-        const char *why = mca_btl_ofi_refusal(all, info, iface, &lists);
-        const struct fi_info *twin;
+        const char *iface = mca_btl_ofi_iface_of(info, lists->ifs);
+        const char *why = mca_btl_ofi_refusal(all, info, iface, lists);
+        const struct fi_info *twin = NULL;
         char where[INET6_ADDRSTRLEN + IF_NAMESIZE + 8] = "";
+        mca_btl_ofi_module_t *module;
         struct fi_info *mine;
-        uint64_t extra;
 
-        if (!mca_btl_ofi_in_list(seen, prov)) {
-            opal_argv_append_nosize(&seen, prov);
+        if (!mca_btl_ofi_in_list(*seen, prov)) {
+            opal_argv_append_nosize(seen, prov);
         }
         if (NULL != iface) {
             mca_btl_ofi_where(info, iface, where, sizeof(where));
@@ -1234,32 +1278,8 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                                 prov, dom, why);
             continue;
         }
-        /* messages carry two-sided traffic, emulated atomics and RMA */
-        extra =
-            (MCA_BTL_OFI_MODE_ONE_SIDED != c->mode || 1 == c->emulate_atomics || 1 == c->emulate_rma
-             || (0 > c->emulate_atomics
-                 && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_FETCH_ATOMICS))
-             || (0 > c->emulate_rma && (mca_btl_ofi_provider_quirks(prov) & MCA_BTL_OFI_QUIRK_RMA)))
-                ? FI_MSG
-                : 0;
-        mine = NULL;
-        if ((extra & FI_MSG) && c->multi_recv_size > 0) {
-            /* pack messages into few big buffers where the provider can */
-            mine = mca_btl_ofi_pick(twin, extra | FI_MULTI_RECV);
-        }
+        mine = mca_btl_ofi_candidate_caps(twin, prov, dom);
         if (NULL == mine) {
-            mine = mca_btl_ofi_pick(twin, extra);
-        }
-        if (NULL == mine && MCA_BTL_OFI_MODE_FULL == c->mode) {
-            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                                "candidate %s domain %s: no FI_MSG, one-sided traffic only", prov,
-                                dom);
-            mine = mca_btl_ofi_pick(twin, 0);
-        }
-        if (NULL == mine) {
-            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                                "candidate %s domain %s: refused, no FI_MSG for messages", prov,
-                                dom);
             continue;
         }
         module = mca_btl_ofi_module_alloc();
@@ -1268,7 +1288,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
             break;
         }
         module->rail = ntaken;
-        mca_btl_ofi_rail_net(module, info, iface, lists.ifs);
+        mca_btl_ofi_rail_net(module, info, iface, lists->ifs);
         rc = mca_btl_ofi_module_init(module, mine);
         if (OPAL_SUCCESS != rc) {
             fi_freeinfo(mine);
@@ -1286,32 +1306,31 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
                             prov, dom, ntaken - 1);
         mca_btl_ofi_rail_speed(module, info, iface);
     }
+    return ntaken;
+}
 
-    if (0 == ntaken) {
-        seen_str = opal_argv_join(seen, ',');
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "no provider", true, host,
-                       c->provider_include ? c->provider_include : "(not set)",
-                       c->provider_exclude ? c->provider_exclude : "(not set)",
-                       c->if_include ? c->if_include : "(not set)",
-                       c->if_exclude ? c->if_exclude : "(not set)",
-                       (seen_str && seen_str[0]) ? seen_str : "(none)");
-        free(seen_str);
-        goto out;
-    }
+/* The modules taken become the component's: checked, published in the
+ * modex, set up for several rails where there are; the array handed to
+ * the BTL framework, or NULL (the modules then finalized). */
+static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken, int ntaken)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    mca_btl_base_module_t **modules = NULL;
+    int rc;
 
     for (int i = 0; i < ntaken; ++i) {
         rc = mca_btl_base_param_verify(&taken[i]->super);
         if (OPAL_SUCCESS != rc) {
-            goto out_finalize;
+            goto err_finalize;
         }
     }
     rc = mca_btl_ofi_modex_send(taken, ntaken);
     if (OPAL_SUCCESS != rc) {
-        goto out_finalize;
+        goto err_finalize;
     }
     modules = malloc((size_t) ntaken * sizeof(*modules));
     if (NULL == modules) {
-        goto out_finalize;
+        goto err_finalize;
     }
     for (int i = 0; i < ntaken; ++i) {
         modules[i] = &taken[i]->super;
@@ -1329,25 +1348,61 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     }
     c->num_modules = ntaken;
     c->only_context = 1 == ntaken && 1 == taken[0]->num_contexts ? taken[0]->contexts : NULL;
-    *num_btl_modules = ntaken;
-
     free(mca_btl_ofi_selected_provider);
     mca_btl_ofi_selected_provider = strdup(taken[0]->info->fabric_attr->prov_name);
-    goto out;
+    return modules;
 
-out_finalize:
+err_finalize:
     for (int i = 0; i < ntaken; ++i) {
         (void) mca_btl_ofi_finalize(&taken[i]->super);
     }
-out:
-    opal_argv_free(lists.prov_include);
-    opal_argv_free(lists.prov_exclude);
-    opal_argv_free(lists.if_include);
-    opal_argv_free(lists.if_exclude);
-    opal_argv_free(seen);
-    if (NULL != lists.ifs) {
-        freeifaddrs(lists.ifs);
+    return NULL;
+}
+
+static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
+                                                          bool enable_progress_threads,
+                                                          bool enable_mpi_threads)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    struct fi_info *all, *with_dc;
+    mca_btl_ofi_lists_t lists = {NULL, NULL, NULL, NULL, NULL};
+    mca_btl_ofi_module_t *taken[MCA_BTL_OFI_MAX_RAILS];
+    char taken_if[MCA_BTL_OFI_MAX_RAILS][IF_NAMESIZE + 1];
+    mca_btl_base_module_t **modules = NULL;
+    char **seen = NULL;
+    char *seen_str;
+    int ntaken;
+    (void) enable_progress_threads;
+
+    *num_btl_modules = 0;
+    mca_btl_ofi_check_params();
+    c->locking = enable_mpi_threads || c->progress_thread;
+    memcpy(&c->my_name, &OPAL_PROC_MY_NAME, sizeof(c->my_name));
+#if MCA_BTL_OFI_FAULT_INJECTION
+    mca_btl_ofi_fault_parse(c->inject_fault);
+#endif
+    if (!mca_btl_ofi_lists_open(&lists)) {
+        return NULL;
     }
+    mca_btl_ofi_candidates(&all, &with_dc);
+    ntaken = mca_btl_ofi_take_candidates(all, with_dc, &lists, taken, taken_if, &seen);
+    if (0 == ntaken) {
+        seen_str = opal_argv_join(seen, ',');
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "no provider", true, opal_process_info.nodename,
+                       c->provider_include ? c->provider_include : "(not set)",
+                       c->provider_exclude ? c->provider_exclude : "(not set)",
+                       c->if_include ? c->if_include : "(not set)",
+                       c->if_exclude ? c->if_exclude : "(not set)",
+                       (seen_str && seen_str[0]) ? seen_str : "(none)");
+        free(seen_str);
+    } else {
+        modules = mca_btl_ofi_publish(taken, ntaken);
+        if (NULL != modules) {
+            *num_btl_modules = ntaken;
+        }
+    }
+    mca_btl_ofi_lists_close(&lists);
+    opal_argv_free(seen);
     if (NULL != all) {
         fi_freeinfo(all);
     }
@@ -1355,61 +1410,4 @@ out:
         fi_freeinfo(with_dc);
     }
     return modules;
-}
-
-/* ---------------------------------------------------------------- progress */
-
-/* Visit every context of every module once, each bounded by
- * btl_ofi_num_cq_read completions, so one busy context cannot starve the
- * others and a single call stays short; CHECK: look at the peers too. */
-int mca_btl_ofi_progress_all(bool check)
-{
-    int count = 0;
-
-    for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
-        mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
-        if (OPAL_UNLIKELY(NULL == module)) {
-            continue; /* finalized while another rail lives on */
-        }
-        for (int i = 0; i < module->num_contexts; ++i) {
-            count += mca_btl_ofi_context_progress(module->contexts + i);
-        }
-        if (OPAL_UNLIKELY(check)) {
-            mca_btl_ofi_peers_check(module);
-        }
-    }
-    return count;
-}
-
-/* Calls between two looks at the peers, and what a call that found
- * nothing to do counts for: a caller with nothing to do may sleep between
- * calls (mpi_yield_when_idle: Open MPI 4.1 was seen to sleep there), so
- * that 256 idle calls took about a second, and a peer that died while
- * nothing of ours waited on it was named only after the runtime had ended
- * the job. Idle calls count 16: a look every 16 of them. The looks
- * themselves are paced by the clock (mca_btl_ofi_peers_check). */
-#define MCA_BTL_OFI_CHECK_IDLE_WEIGHT 16
-
-int mca_btl_ofi_component_progress(void)
-{
-    /* per thread, so that counting needs no atomics; initial-exec: a
-     * shared object's thread-local variable otherwise costs a call to
-     * __tls_get_addr on every access (callgrind: a fifth of this function's
-     * instructions); glibc keeps room for a few bytes of such variables in
-     * objects opened later with dlopen, as Open MPI opens us */
-    static __thread int32_t budget __attribute__((tls_model("initial-exec"))) =
-        MCA_BTL_OFI_CHECK_CALLS;
-    mca_btl_ofi_context_t *only = mca_btl_ofi_component.only_context;
-    int count;
-
-    if (OPAL_UNLIKELY(--budget <= 0)) {
-        budget = MCA_BTL_OFI_CHECK_CALLS;
-        return mca_btl_ofi_progress_all(true);
-    }
-    count = OPAL_LIKELY(NULL != only) ? mca_btl_ofi_context_progress(only)
-                                      : mca_btl_ofi_progress_all(false);
-    if (0 == count) {
-        budget -= MCA_BTL_OFI_CHECK_IDLE_WEIGHT - 1;
-    }
-    return count;
 }

@@ -1,6 +1,7 @@
 /*
  * btl/ofi contexts: transmit/receive paths, their completion queues and
- * locks, the thread-to-context binding, and completion-queue draining.
+ * locks, and the thread-to-context binding. Reading the queues (progress,
+ * completion errors, the progress thread) is btl_ofi_progress.c's.
  *
  * With a scalable endpoint each context is one transmit and one receive
  * context of it; otherwise each context is a plain endpoint sharing the
@@ -8,10 +9,8 @@
  * the modex, see btl_ofi_modex.c).
  */
 
-/* first: it selects the system's extensions (dladdr) */
 #include "opal_config.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -21,14 +20,7 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"
-#include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
-#include "btl_ofi_frag.h"
-#include "btl_ofi_rdma.h"
-
-/* Largest batch read from a completion queue in one call; the
- * btl_ofi_num_cq_read parameter is clamped to it. */
-#define MCA_BTL_OFI_CQ_BATCH_MAX 128
 
 /* The context index of the calling thread, -1 until its first operation.
  * Every module (rail) has as many contexts, so one index per thread
@@ -87,6 +79,83 @@ static int mca_btl_ofi_context_name(mca_btl_ofi_module_t *module, mca_btl_ofi_co
     return OPAL_SUCCESS;
 }
 
+/* CONTEXT as transmit and receive context INDEX of the module's scalable
+ * endpoint, bound to its completion queue. */
+static int mca_btl_ofi_context_sep(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                                   int index)
+{
+    struct fi_tx_attr tx_attr;
+    struct fi_rx_attr rx_attr;
+    int rc;
+
+    mca_btl_ofi_context_attrs(module->info, &tx_attr, &rx_attr);
+    rc = fi_tx_context(module->sep, index, &tx_attr, &context->tx, context);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_tx_context", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_ep_bind(context->tx, &context->cq->fid, FI_TRANSMIT);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_ep_bind(tx, cq)", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_rx_context(module->sep, index, &rx_attr, &context->rx, context);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_rx_context", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_ep_bind(context->rx, &context->cq->fid, FI_RECV);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_ep_bind(rx, cq)", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_enable(context->tx);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_enable(tx)", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_enable(context->rx);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_enable(rx)", rc);
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* CONTEXT as a plain endpoint of the module's domain, bound to its
+ * address vector and completion queue. */
+static int mca_btl_ofi_context_ep(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
+{
+    int rc;
+
+    rc = fi_endpoint(module->domain, module->info, &context->ep, context);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_endpoint", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_ep_bind(context->ep, &module->av->fid, 0);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_ep_bind(ep, av)", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_ep_bind(context->ep, &context->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_ep_bind(ep, cq)", rc);
+        return OPAL_ERROR;
+    }
+    rc = mca_btl_ofi_context_name(module, context);
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    rc = fi_enable(context->ep);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_enable(ep)", rc);
+        return OPAL_ERROR;
+    }
+    context->tx = context->rx = context->ep;
+    return OPAL_SUCCESS;
+}
+
 static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
                                     int index)
 {
@@ -97,8 +166,6 @@ static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_co
         .wait_obj = FI_WAIT_NONE,
         .size = module->info->tx_attr->size + module->info->rx_attr->size,
     };
-    struct fi_tx_attr tx_attr;
-    struct fi_rx_attr rx_attr;
     int rc;
 
     context->index = index;
@@ -108,74 +175,8 @@ static int mca_btl_ofi_context_open(mca_btl_ofi_module_t *module, mca_btl_ofi_co
         return OPAL_ERROR;
     }
 
-    if (NULL != module->sep) {
-        mca_btl_ofi_context_attrs(module->info, &tx_attr, &rx_attr);
-        rc = fi_tx_context(module->sep, index, &tx_attr, &context->tx, context);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_tx_context", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_ep_bind(context->tx, &context->cq->fid, FI_TRANSMIT);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_ep_bind(tx, cq)", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_rx_context(module->sep, index, &rx_attr, &context->rx, context);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_rx_context", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_ep_bind(context->rx, &context->cq->fid, FI_RECV);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_ep_bind(rx, cq)", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_enable(context->tx);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_enable(tx)", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_enable(context->rx);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_enable(rx)", rc);
-            return OPAL_ERROR;
-        }
-    } else {
-        rc = fi_endpoint(module->domain, module->info, &context->ep, context);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_endpoint", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_ep_bind(context->ep, &module->av->fid, 0);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_ep_bind(ep, av)", rc);
-            return OPAL_ERROR;
-        }
-        rc = fi_ep_bind(context->ep, &context->cq->fid, FI_TRANSMIT | FI_RECV);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_ep_bind(ep, cq)", rc);
-            return OPAL_ERROR;
-        }
-        rc = mca_btl_ofi_context_name(module, context);
-        if (OPAL_SUCCESS != rc) {
-            return rc;
-        }
-        rc = fi_enable(context->ep);
-        if (0 != rc) {
-            MCA_BTL_OFI_REPORT("fi_enable(ep)", rc);
-            return OPAL_ERROR;
-        }
-        context->tx = context->rx = context->ep;
-    }
-
-    rc = opal_free_list_init(&context->completions, sizeof(mca_btl_ofi_completion_t),
-                             opal_cache_line_size, OBJ_CLASS(mca_btl_ofi_completion_t), 0, 0, 128,
-                             -1, 128, NULL, 0, NULL, NULL, NULL);
-    if (OPAL_SUCCESS != rc) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot allocate completion objects");
-        return rc;
-    }
-    return OPAL_SUCCESS;
+    return NULL != module->sep ? mca_btl_ofi_context_sep(module, context, index)
+                               : mca_btl_ofi_context_ep(module, context);
 }
 
 int mca_btl_ofi_close_fid(struct fid *fid, const char *what)
@@ -241,23 +242,17 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
         }
     }
 
-    /* receive buffers go up once every endpoint is enabled */
-    for (i = 0; module->messaging && i < count; ++i) {
-        rc = mca_btl_ofi_msg_init(module->contexts + i);
-        if (OPAL_SUCCESS != rc) {
-            goto err_destroy_contexts;
-        }
-    }
     return OPAL_SUCCESS;
 
 err_destroy_contexts:
-    mca_btl_ofi_contexts_destroy(module);
+    mca_btl_ofi_contexts_close(module);
+    mca_btl_ofi_contexts_free(module);
     return OPAL_ERROR;
 }
 
 /* Close in dependency order: endpoints (which stop the provider's use of
  * the queues), then the scalable endpoint, then the completion queues. */
-void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
+void mca_btl_ofi_contexts_close(mca_btl_ofi_module_t *module)
 {
     int i;
 
@@ -288,7 +283,17 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
             (void) mca_btl_ofi_close_fid(&context->cq->fid, "completion queue");
             context->cq = NULL;
         }
-        mca_btl_ofi_msg_fini(context);
+    }
+}
+
+void mca_btl_ofi_contexts_free(mca_btl_ofi_module_t *module)
+{
+    if (NULL == module->contexts) {
+        return;
+    }
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+
         free(context->deferred);
         context->deferred = NULL;
         context->deferred_count = 0;
@@ -309,569 +314,4 @@ void mca_btl_ofi_contexts_destroy(mca_btl_ofi_module_t *module)
     free(module->contexts);
     module->contexts = NULL;
     module->num_contexts = 0;
-}
-
-/* The peer an operation was posted to; NULL for a receive (its sender is
- * unknown when it fails). */
-static mca_btl_ofi_endpoint_t *mca_btl_ofi_op_endpoint(void *op_context)
-{
-    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
-    case MCA_BTL_OFI_OP_RDMA:
-        return mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
-    case MCA_BTL_OFI_OP_SEND:
-        return mca_btl_ofi_frag_from_op(op_context)->endpoint;
-    case MCA_BTL_OFI_OP_BARE:
-        return mca_btl_ofi_endpoint_from_bare(op_context);
-    default:
-        return NULL;
-    }
-}
-
-static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
-                                             const struct fi_cq_err_entry *err)
-{
-    mca_btl_ofi_endpoint_t *endpoint = NULL;
-    char detail[256] = "", peer[256];
-
-    snprintf(peer, sizeof(peer), "unknown (%s)",
-             NULL == err->op_context ? "a peer's operation on this process" : "a receive");
-    if (NULL != err->op_context) {
-        endpoint = mca_btl_ofi_op_endpoint(err->op_context);
-    }
-    if (NULL != endpoint && NULL != endpoint->proc) {
-        snprintf(peer, sizeof(peer), "%s on %s", OPAL_NAME_PRINT(endpoint->proc->proc_name),
-                 NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?");
-    }
-    (void) fi_cq_strerror(context->cq, err->prov_errno, err->err_data, detail, sizeof(detail));
-    opal_show_help(MCA_BTL_OFI_HELP_FILE, "completion error", true, opal_process_info.nodename,
-                   context->index, peer, err->err, fi_strerror(err->err), err->prov_errno, detail);
-}
-
-/* A completion error that means the peer is gone (it exited, its host or
- * connection failed): tell the upper layer once per peer through the BTL
- * error callback, naming the peer; ob1 then ends the job with that text
- * instead of waiting for traffic that will never come. */
-static void mca_btl_ofi_peer_lost(mca_btl_ofi_context_t *context, void *op_context, int err,
-                                  int prov_errno)
-{
-    mca_btl_ofi_module_t *module = context->module;
-    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_op_endpoint(op_context);
-    char info[256];
-
-    if (NULL == endpoint) {
-        /* a receive that failed lost a message from an unknown sender: the
-         * upper layer would wait for it forever, so it must stop instead;
-         * a peer on this host that died mid-message (shm reports EIO) is
-         * named as the cause */
-        if (mca_btl_ofi_dead_sender(module)) {
-            return;
-        }
-        snprintf(info, sizeof(info),
-                 "btl/ofi on %s lost an incoming message (receive completed with error: "
-                 "%s); the job cannot continue without it",
-                 opal_process_info.nodename, fi_strerror(err));
-        mca_btl_ofi_module_fatal(module, NULL, info);
-        return;
-    }
-    switch (err) {
-    case FI_EHOSTUNREACH:
-    case FI_ECONNREFUSED:
-    case FI_ECONNRESET:
-    case FI_ECONNABORTED:
-    case FI_ENOTCONN:
-    case FI_ETIMEDOUT:
-    case FI_EADDRNOTAVAIL:
-        mca_btl_ofi_endpoint_lost(module, endpoint, fi_strerror(err));
-        break;
-    case FI_ECANCELED:
-        /* ofi_rxm cancels what was queued on a connection that closed
-         * under it, and its errno says so: the peer's process is gone (a
-         * live peer closes no connection while our operations to it are
-         * in flight). Named here, before the report: a probe could still
-         * find the dying process's listener open, and the report's help
-         * message holds this process while the runtime ends the job (the
-         * host then went unnamed: tests/hosts lost:tcp+ofi_rxm:msg:kill,
-         * 1 run of a fresh CI) */
-        if (ENOTCONN == prov_errno || ECONNRESET == prov_errno || EPIPE == prov_errno) {
-            snprintf(info, sizeof(info),
-                     "its connection closed (the provider canceled an operation to it: %s)",
-                     strerror(prov_errno));
-            mca_btl_ofi_endpoint_lost(module, endpoint, info);
-            break;
-        }
-        mca_btl_ofi_endpoint_suspect(module, endpoint);
-        break;
-    default:
-        /* other errors (EIO, ECANCELED...) name no cause: look at the peer
-         * (in /proc on this host, by a probe on another) */
-        mca_btl_ofi_endpoint_suspect(module, endpoint);
-        break;
-    }
-}
-
-/* Whether the status of a failed operation whose callback is CBFUNC
- * would go unseen: no callback at all, or one of osc/rdma's (found by the
- * shared object, or linked into libmpi the exported symbol, that holds
- * it). osc/rdma 4.1 ignores the status its completion callbacks receive
- * (it only asserts on it in debug builds); ob1 and direct users of the
- * BTL API act on it. */
-static bool mca_btl_ofi_owner_ignores_status(mca_btl_base_rdma_completion_fn_t cbfunc)
-{
-    Dl_info where;
-    void *addr;
-
-    if (NULL == cbfunc) {
-        return true; /* no callback: nobody will ever see the status */
-    }
-    memcpy(&addr, &cbfunc, sizeof(addr));
-    if (0 == dladdr(addr, &where)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "failed operation's owner: %p, unknown",
-                            addr);
-        return false;
-    }
-    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "failed operation's owner: %s in %s",
-                        NULL != where.dli_sname ? where.dli_sname : "?",
-                        NULL != where.dli_fname ? where.dli_fname : "?");
-    return (NULL != where.dli_fname && NULL != strstr(where.dli_fname, "mca_osc_rdma"))
-           || (NULL != where.dli_sname
-               && 0 == strncmp(where.dli_sname, "ompi_osc_rdma_", sizeof("ompi_osc_rdma_") - 1));
-}
-
-/* A put, get or atomic that failed while its peer is not known lost and
- * whose status nobody will look at (osc/rdma's, or posted without a
- * callback): the target's bytes or the origin's result would be silently
- * wrong. The job stops instead, naming the peer and the error. Other
- * owners get the status. */
-void mca_btl_ofi_rdma_failed_because(mca_btl_ofi_context_t *context, void *op_context,
-                                     const char *cause)
-{
-    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_op_endpoint(op_context);
-    char info[512];
-
-    if (NULL == endpoint || endpoint->lost || NULL == endpoint->proc
-        || (MCA_BTL_OFI_OP_BARE != ((mca_btl_ofi_op_t *) op_context)->kind
-            && !mca_btl_ofi_owner_ignores_status(
-                mca_btl_ofi_rdma_owner(mca_btl_ofi_completion_from_ctx(op_context))))) {
-        return;
-    }
-    snprintf(info, sizeof(info),
-             "btl/ofi on %s: a one-sided operation (put, get or atomic) to peer %s on %s "
-             "completed with an error (%s); the layer that posted it does not look at the status "
-             "(osc/rdma 4.1 never does), so its data would be lost: the job cannot continue",
-             opal_process_info.nodename, OPAL_NAME_PRINT(endpoint->proc->proc_name),
-             NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?", cause);
-    mca_btl_ofi_module_fatal(context->module, endpoint->proc, info);
-}
-
-static void mca_btl_ofi_rdma_failed(mca_btl_ofi_context_t *context, void *op_context, int err)
-{
-    mca_btl_ofi_rdma_failed_because(context, op_context, fi_strerror(err));
-}
-
-/* An error completion with no context of ours: the provider failed an
- * operation a peer aimed at this process (udp;ofi_rxd reports a remote
- * write that did not deliver all its bytes this way). Unless it was an
- * access refused (tcp;ofi_rxm reports those here too), the peer was told
- * nothing and this process's memory may lack what it wrote: the job
- * stops, unless a peer on this host died (then named as the cause). */
-static void mca_btl_ofi_remote_failed(mca_btl_ofi_context_t *context, int err)
-{
-    char info[512];
-
-    if (FI_EACCES == err || FI_EPERM == err || FI_EKEYREJECTED == err) {
-        /* an access the provider refused (a key or region not open to
-         * it): this memory is unchanged and the peer's own operation
-         * fails, so the peer's owner learns of it */
-        return;
-    }
-    if (mca_btl_ofi_dead_sender(context->module)) {
-        return;
-    }
-    snprintf(info, sizeof(info),
-             "btl/ofi on %s: provider %s reported an error (%s) on an operation a peer aimed at "
-             "this process; what it wrote here may be incomplete: the job cannot continue",
-             opal_process_info.nodename, context->module->info->fabric_attr->prov_name,
-             fi_strerror(err));
-    mca_btl_ofi_module_fatal(context->module, NULL, info);
-}
-
-/* A failed operation of ours, in this order: its peer named if it is
- * lost (the failed operation's owner may end the job on it, as ob1 does,
- * without saying which peer it was), the error reported, then a
- * put/get/atomic whose owner will not look at the status stops the job.
- * The report comes second because showing a help message may hold this
- * process for a second while the runtime relays it (seen when a host's
- * processes were all killed: the runtime ended the job meanwhile, and
- * nobody named the host). A failed receive names no peer and stops the
- * job: its report comes first. ACT false: the report only (a failed
- * send's owner gets the status). */
-static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, const struct fi_cq_err_entry *err,
-                                  bool act)
-{
-    int kind = ((mca_btl_ofi_op_t *) err->op_context)->kind;
-    bool report_first = MCA_BTL_OFI_OP_RECV == kind || !act;
-
-    if (report_first) {
-        mca_btl_ofi_context_report_error(context, err);
-    }
-    if (act) {
-        mca_btl_ofi_peer_lost(context, err->op_context, err->err, err->prov_errno);
-    }
-    if (!report_first) {
-        mca_btl_ofi_context_report_error(context, err);
-    }
-    if (act && (MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind)) {
-        mca_btl_ofi_rdma_failed(context, err->op_context, err->err);
-    }
-}
-
-/* A message received, for the MPI_T counters. Unlocked: two threads may
- * deliver completions of one context at once (a locked add then, as
- * mca_btl_ofi_add64 does). */
-static inline void mca_btl_ofi_count_recv(mca_btl_ofi_context_t *context, size_t len)
-{
-    mca_btl_ofi_add64((volatile int64_t *) &context->counters.recv_count, 1);
-    mca_btl_ofi_add64((volatile int64_t *) &context->counters.recv_bytes, (int64_t) len);
-}
-
-/* One completion, to the object that posted it: E's fields other than
- * op_context are read for a receive only. */
-static inline __opal_attribute_always_inline__ void
-mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, const struct fi_cq_data_entry *e, int status)
-{
-    void *op_context = e->op_context;
-
-    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
-    case MCA_BTL_OFI_OP_BARE:
-        /* a put without callback: counted; a failure was acted on before */
-        mca_btl_ofi_inflight(context, mca_btl_ofi_endpoint_from_bare(op_context), -1);
-        break;
-    case MCA_BTL_OFI_OP_RDMA:
-        mca_btl_ofi_completion_finish(mca_btl_ofi_completion_from_ctx(op_context), status);
-        break;
-    case MCA_BTL_OFI_OP_SEND:
-        mca_btl_ofi_frag_sent(mca_btl_ofi_frag_from_op(op_context), status);
-        break;
-    case MCA_BTL_OFI_OP_MOVED:
-        /* sent again on another rail, which finishes it: only given back */
-        (void) mca_btl_ofi_untrack(mca_btl_ofi_completion_from_ctx(op_context));
-        break;
-    default:
-        if ((e->flags & FI_RECV) && e->len > 0 && OPAL_SUCCESS == status) {
-            mca_btl_ofi_count_recv(context, e->len);
-        }
-        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) op_context, e->flags,
-                                 OPAL_SUCCESS == status ? e->len : 0, e->buf);
-        break;
-    }
-}
-
-#if MCA_BTL_OFI_FAULT_INJECTION
-/* Fault injection (testing): turn the chosen completion into an error,
- * reported and delivered as a real one would be. A failed receive keeps
- * its buffer's reposting, so only the message is lost. */
-static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
-                                          struct fi_cq_data_entry *entries, ssize_t count)
-{
-    for (ssize_t i = 0; i < count; ++i) {
-        int kind = ((mca_btl_ofi_op_t *) entries[i].op_context)->kind;
-
-        if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)
-            || ((MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind)
-                && MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_RMACQ))) {
-            struct fi_cq_err_entry err = {
-                .op_context = entries[i].op_context, .flags = entries[i].flags, .err = FI_EIO};
-            mca_btl_ofi_op_failed(context, &err,
-                                  (MCA_BTL_OFI_OP_RECV == kind && (entries[i].flags & FI_RECV))
-                                      || MCA_BTL_OFI_OP_RDMA == kind
-                                      || MCA_BTL_OFI_OP_BARE == kind);
-            entries[i].len = 0;
-            entries[i].flags &= ~FI_RECV;
-            /* an RDMA or send completion now carries the error status */
-            entries[i].data = 1;
-        } else {
-            entries[i].data = 0;
-        }
-        if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_REMOTE)) {
-            /* beside this completion, the provider's report of a peer's
-             * operation on this process that failed, as udp;ofi_rxd gives
-             * it for a remote write short of its bytes */
-            struct fi_cq_err_entry err = {.err = FI_ETRUNC};
-            mca_btl_ofi_context_report_error(context, &err);
-            mca_btl_ofi_remote_failed(context, FI_ETRUNC);
-        }
-    }
-}
-#endif
-
-/* Operations parked on the context (replies, receive buffers, sends,
- * RMA the provider refused for now) found under its lock, posted once the
- * lock is released; nothing to do on almost every call. */
-static inline void mca_btl_ofi_backlogs(mca_btl_ofi_context_t *context, bool msgs, bool rdma)
-{
-    if (OPAL_UNLIKELY(msgs)) {
-        mca_btl_ofi_backlog_msgs(context);
-    }
-    if (OPAL_UNLIKELY(rdma)) {
-        mca_btl_ofi_backlog_rdma(context);
-    }
-}
-
-/* A read that returned no completion (COUNT <= 0), with the lock held: an
- * error entry to read and deliver, the provider's own failure, or nothing
- * (-FI_EAGAIN); the backlogs found under the lock run in the last two
- * cases. Releases the lock. */
-static int mca_btl_ofi_context_idle(mca_btl_ofi_context_t *context, ssize_t count, bool msgs,
-                                    bool rdma)
-{
-    struct fi_cq_err_entry err;
-
-    if (-FI_EAVAIL == count) {
-        memset(&err, 0, sizeof(err));
-        count = fi_cq_readerr(context->cq, &err, 0);
-        MCA_BTL_OFI_UNLOCK(&context->lock);
-        if (count < 0) {
-            MCA_BTL_OFI_REPORT("fi_cq_readerr", count);
-            return 0;
-        }
-        if (NULL == err.op_context) {
-            mca_btl_ofi_context_report_error(context, &err);
-            mca_btl_ofi_remote_failed(context, err.err);
-            return 1;
-        }
-        /* one sent again on another rail: its failure here is expected */
-        if (MCA_BTL_OFI_OP_MOVED != ((mca_btl_ofi_op_t *) err.op_context)->kind) {
-            mca_btl_ofi_op_failed(context, &err, true);
-        }
-        struct fi_cq_data_entry failed = {.op_context = err.op_context, .flags = err.flags};
-        mca_btl_ofi_dispatch(context, &failed, OPAL_ERROR);
-        return 1;
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    mca_btl_ofi_backlogs(context, msgs, rdma);
-    if (OPAL_UNLIKELY(-FI_EAGAIN != count && 0 != count)) {
-        MCA_BTL_OFI_REPORT("fi_cq_read", count);
-    }
-    return 0;
-}
-
-/* Deliver COUNT completions read (the lock released): callbacks run
- * unlocked, they may post new operations to this context. */
-static inline __opal_attribute_always_inline__ void
-mca_btl_ofi_deliver(mca_btl_ofi_context_t *context, struct fi_cq_data_entry *entries, ssize_t count)
-{
-#if MCA_BTL_OFI_FAULT_INJECTION
-    if (OPAL_UNLIKELY(mca_btl_ofi_fault_armed)) {
-        mca_btl_ofi_fault_completions(context, entries, count);
-    }
-#endif
-    for (ssize_t i = 0; i < count; ++i) {
-        mca_btl_ofi_dispatch(
-            context, entries + i,
-            OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
-    }
-}
-
-/* Progress of a context with something parked (see `parked'): the
- * backlogs to post again, or completions the progress thread deferred. */
-static __opal_attribute_noinline__ int
-mca_btl_ofi_context_progress_parked(mca_btl_ofi_context_t *context)
-{
-    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
-    int batch = mca_btl_ofi_component.num_cq_read;
-    bool msgs, rdma;
-    ssize_t count;
-
-    /* read under the lock (other threads queue to them); what callbacks
-     * below add is posted by the next call */
-    msgs = !opal_list_is_empty(&context->pending) || NULL != context->repost
-           || !opal_list_is_empty(&context->sendq);
-    rdma = !opal_list_is_empty(&context->rdmaq);
-    if (context->deferred_count > 0) {
-        /* what the progress thread read comes first, in queue order */
-        count = context->deferred_count < batch ? context->deferred_count : batch;
-        memcpy(entries, context->deferred, (size_t) count * sizeof(entries[0]));
-        context->deferred_count -= (int) count;
-        memmove(context->deferred, context->deferred + count,
-                (size_t) context->deferred_count * sizeof(entries[0]));
-    } else {
-        count = fi_cq_read(context->cq, entries, batch);
-    }
-    context->parked = msgs || rdma || context->deferred_count > 0;
-    if (count <= 0) {
-        return mca_btl_ofi_context_idle(context, count, msgs, rdma);
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    mca_btl_ofi_deliver(context, entries, count);
-    mca_btl_ofi_backlogs(context, msgs, rdma);
-    return (int) count;
-}
-
-int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
-{
-    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
-    ssize_t count;
-
-    /* another thread is draining this context: nothing to add */
-    if (0 != MCA_BTL_OFI_TRYLOCK(&context->lock)) {
-        return 0;
-    }
-    if (OPAL_UNLIKELY(context->parked)) {
-        return mca_btl_ofi_context_progress_parked(context);
-    }
-    count = fi_cq_read(context->cq, entries, mca_btl_ofi_component.num_cq_read);
-    if (count <= 0) {
-        return mca_btl_ofi_context_idle(context, count, false, false);
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    mca_btl_ofi_deliver(context, entries, count);
-    return (int) count;
-}
-
-/* ---------------------------------------------------------- progress thread */
-
-/*
- * The progress thread only drives the provider: a zero-count fi_cq_read
- * runs the provider's progress engine (answering peers' RMA and atomics
- * aimed at this process, moving its protocol along) and leaves every
- * completion queued for the thread that calls the component's progress
- * callback, because the layers above (ob1, osc/rdma) expect their
- * callbacks on an MPI thread. The providers here signal no wait object on
- * traffic that produces no local completion (a peer's put), so the thread
- * cannot block until "something happened": it sleeps
- * btl_ofi_progress_thread_interval microseconds between passes.
- */
-/* Room for this many deferred completions per context. */
-#define MCA_BTL_OFI_DEFERRED_MAX (4 * MCA_BTL_OFI_CQ_BATCH_MAX)
-
-/* With emulated atomics a peer's atomic is a message this process must
- * answer (and with emulated RMA its puts and gets), so driving the
- * provider is not enough: the thread reads the queue, answers those
- * requests itself (they touch only registered memory and our own tables,
- * under our locks) and defers every other completion, in order, to the
- * next progress call on an MPI thread. */
-static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
-{
-    struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
-    int serve[MCA_BTL_OFI_CQ_BATCH_MAX];
-    int batch = mca_btl_ofi_component.num_cq_read, nserve = 0;
-    ssize_t count;
-
-    if (0 != opal_mutex_trylock(&context->lock)) {
-        return;
-    }
-    if (context->deferred_count + batch > MCA_BTL_OFI_DEFERRED_MAX) {
-        /* the MPI thread is behind: only drive the provider */
-        (void) fi_cq_read(context->cq, NULL, 0);
-        opal_mutex_unlock(&context->lock);
-        return;
-    }
-    count = fi_cq_read(context->cq, entries, batch);
-    for (ssize_t i = 0; i < count; ++i) {
-        if (mca_btl_ofi_msg_is_request(context, entries + i)) {
-            serve[nserve++] = (int) i;
-            mca_btl_ofi_count_recv(context, entries[i].len);
-        } else {
-            context->deferred[context->deferred_count++] = entries[i];
-            context->parked = true;
-        }
-    }
-    opal_mutex_unlock(&context->lock);
-
-    for (int j = 0; j < nserve; ++j) {
-        struct fi_cq_data_entry *e = entries + serve[j];
-        mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) e->op_context, e->flags, e->len,
-                                 e->buf);
-    }
-    if (nserve > 0 && (!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
-        mca_btl_ofi_backlog_msgs(context);
-    }
-}
-
-static void *mca_btl_ofi_progress_thread_main(opal_object_t *object)
-{
-    opal_thread_t *thread = (opal_thread_t *) object;
-    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) thread->t_arg;
-    long usec = mca_btl_ofi_component.progress_thread_interval;
-    struct timespec pause = {.tv_sec = usec / 1000000, .tv_nsec = (usec % 1000000) * 1000};
-
-    while (0 == module->progress_stop) {
-        for (int i = 0; i < module->num_contexts; ++i) {
-            mca_btl_ofi_context_t *context = module->contexts + i;
-            if (NULL != context->deferred) {
-                mca_btl_ofi_progress_thread_serve(context);
-                continue;
-            }
-            /* a context another thread is draining is progressing already */
-            if (0 == opal_mutex_trylock(&context->lock)) {
-                (void) fi_cq_read(context->cq, NULL, 0);
-                opal_mutex_unlock(&context->lock);
-            }
-        }
-        /* the interval, not a race: no wait object fires on a peer's put
-         * (see the comment above mca_btl_ofi_progress_thread_serve) */
-        (void) nanosleep(&pause, NULL);
-    }
-    return NULL;
-}
-
-int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
-{
-    int rc;
-
-    if (FI_PROGRESS_MANUAL != module->info->domain_attr->data_progress) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                            "progress thread not started: provider %s progresses data itself",
-                            module->info->fabric_attr->prov_name);
-        return OPAL_SUCCESS;
-    }
-    if (module->amo_emulated || module->rma_emulated) {
-        for (int i = 0; i < module->num_contexts; ++i) {
-            module->contexts[i].deferred_count = 0;
-            module->contexts[i].deferred =
-                calloc(MCA_BTL_OFI_DEFERRED_MAX, sizeof(struct fi_cq_data_entry));
-            if (NULL == module->contexts[i].deferred) {
-                return OPAL_ERR_OUT_OF_RESOURCE;
-            }
-        }
-    }
-    /* The thread serves emulated atomics itself: their replies take
-     * objects from Open MPI's free lists and retain endpoints, which are
-     * thread-safe only while opal_using_threads() is true. Under
-     * MPI_THREAD_SINGLE it is false, and the application's thread uses the
-     * same lists at the same time; so, as Open MPI's own failure detector
-     * does before it starts its thread, say that threads are in use. */
-    if (!opal_using_threads()) {
-        (void) opal_set_using_threads(true);
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                            "progress thread: Open MPI's lists and reference counts made "
-                            "thread-safe (the application asked for no threads)");
-    }
-    OBJ_CONSTRUCT(&module->progress_thread, opal_thread_t);
-    module->progress_thread.t_run = mca_btl_ofi_progress_thread_main;
-    module->progress_thread.t_arg = module;
-    module->progress_stop = 0;
-    rc = opal_thread_start(&module->progress_thread);
-    if (OPAL_SUCCESS != rc) {
-        OBJ_DESTRUCT(&module->progress_thread);
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "progress thread", true, opal_process_info.nodename,
-                       rc);
-        return rc;
-    }
-    module->progress_running = true;
-    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                        "progress thread started: a pass every %d microseconds",
-                        mca_btl_ofi_component.progress_thread_interval);
-    return OPAL_SUCCESS;
-}
-
-void mca_btl_ofi_progress_thread_stop(mca_btl_ofi_module_t *module)
-{
-    if (!module->progress_running) {
-        return;
-    }
-    (void) opal_atomic_swap_32(&module->progress_stop, 1);
-    (void) opal_thread_join(&module->progress_thread, NULL);
-    OBJ_DESTRUCT(&module->progress_thread);
-    module->progress_running = false;
 }

@@ -13,12 +13,11 @@
  */
 
 #include "btl_ofi.h"
-#include "btl_ofi_atomics.h"
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
-#include "btl_ofi_rdma.h"
+#include "btl_ofi_completion.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -88,19 +87,19 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
     int count = 0, i, rc;
 
     MCA_BTL_OFI_LOCK(&module->lock);
-    while (endpoint->emu_credits > 0 && count < MCA_BTL_OFI_EMU_WINDOW
-           && !opal_list_is_empty(&endpoint->emu_waiting)) {
+    while (endpoint->emu.credits > 0 && count < MCA_BTL_OFI_EMU_WINDOW
+           && !opal_list_is_empty(&endpoint->emu.waiting)) {
         mca_btl_ofi_completion_t *comp =
-            mca_btl_ofi_completion_from_track(opal_list_get_first(&endpoint->emu_waiting));
+            mca_btl_ofi_completion_from_track(opal_list_get_first(&endpoint->emu.waiting));
         size_t left = comp->parked_size - comp->emu_next;
 
         batch[count].comp = comp;
         batch[count].off = comp->emu_next;
         batch[count].len = left < module->rma_chunk ? left : module->rma_chunk;
         comp->emu_next += batch[count++].len;
-        --endpoint->emu_credits;
+        --endpoint->emu.credits;
         if (comp->emu_next == comp->parked_size) {
-            (void) opal_list_remove_first(&endpoint->emu_waiting);
+            (void) opal_list_remove_first(&endpoint->emu.waiting);
         }
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
@@ -122,14 +121,14 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         msg.req_id = comp->emu_id;
         msg.addr = comp->parked_raddr + batch[i].off;
         msg.key = comp->parked_key;
-        msg.key_rail = (uint32_t) endpoint->peer_rail;
+        msg.key_rail = (uint32_t) endpoint->rail.peer_rail;
         msg.len = batch[i].len;
         rc = mca_btl_ofi_msg_send_copy(
             via, to, &msg, sizeof(msg),
             put ? (const char *) comp->local_address + batch[i].off : NULL, put ? batch[i].len : 0);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             MCA_BTL_OFI_LOCK(&module->lock);
-            ++endpoint->emu_credits;
+            ++endpoint->emu.credits;
             MCA_BTL_OFI_UNLOCK(&module->lock);
             mca_btl_ofi_rma_account(module, comp, batch[i].len, rc);
         }
@@ -159,7 +158,7 @@ void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t
     comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
     if (size > 0) {
         MCA_BTL_OFI_LOCK(&module->lock);
-        opal_list_append(&endpoint->emu_waiting, &comp->track_item);
+        opal_list_append(&endpoint->emu.waiting, &comp->track_item);
         MCA_BTL_OFI_UNLOCK(&module->lock);
     }
 
@@ -264,7 +263,7 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
     }
     if (NULL != comp) {
         /* the window: its messages are no longer in flight */
-        comp->endpoint->emu_credits += (int32_t) resp->pieces;
+        comp->endpoint->emu.credits += (int32_t) resp->pieces;
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
     if (NULL == comp) {
@@ -290,6 +289,71 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
 }
 
 /* --------------------------------------------------- emulated atomics */
+
+/* The target's side of an atomic, shared with the local path of
+ * btl_ofi_atomics.c (a target this process addresses directly). */
+static inline uint64_t mca_btl_ofi_apply(mca_btl_base_atomic_op_t op, uint64_t old,
+                                         uint64_t operand, bool narrow)
+{
+    if (narrow) {
+        operand &= UINT32_MAX; /* only the low half is the 32-bit operand */
+    }
+    switch (op) {
+    case MCA_BTL_ATOMIC_ADD:
+        return old + operand;
+    case MCA_BTL_ATOMIC_AND:
+        return old & operand;
+    case MCA_BTL_ATOMIC_OR:
+        return old | operand;
+    case MCA_BTL_ATOMIC_XOR:
+        return old ^ operand;
+    case MCA_BTL_ATOMIC_LAND:
+        return (0 != old) && (0 != operand);
+    case MCA_BTL_ATOMIC_LOR:
+        return (0 != old) || (0 != operand);
+    case MCA_BTL_ATOMIC_LXOR:
+        return (0 != old) != (0 != operand);
+    case MCA_BTL_ATOMIC_SWAP:
+        return operand;
+    default:
+        return old;
+    }
+}
+
+/* Apply an atomic to memory of this process; returns the old value. */
+uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
+                                  uint64_t compare, bool is_cswap, bool narrow)
+{
+    if (narrow) {
+        uint32_t *target = (uint32_t *) (uintptr_t) address;
+        uint32_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
+        if (is_cswap) {
+            old = (uint32_t) compare;
+            (void) __atomic_compare_exchange_n(target, &old, (uint32_t) operand, false,
+                                               __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+            return old;
+        }
+        do {
+            want = (uint32_t) mca_btl_ofi_apply(op, old, operand, true);
+        } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE));
+        return old;
+    } else {
+        uint64_t *target = (uint64_t *) (uintptr_t) address;
+        uint64_t old = __atomic_load_n(target, __ATOMIC_ACQUIRE), want;
+        if (is_cswap) {
+            old = compare;
+            (void) __atomic_compare_exchange_n(target, &old, operand, false, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE);
+            return old;
+        }
+        do {
+            want = mca_btl_ofi_apply(op, old, operand, false);
+        } while (!__atomic_compare_exchange_n(target, &old, want, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE));
+        return old;
+    }
+}
 
 /*
  * Emulated atomics. Where the provider's own atomics cannot be used (its
@@ -340,10 +404,7 @@ int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_
         (void) opal_hash_table_remove_value_uint64(&module->emu_requests, req.req_id);
         MCA_BTL_OFI_UNLOCK(&module->lock);
         opal_free_list_return(&context->completions, &comp->super);
-        if (OPAL_ERR_OUT_OF_RESOURCE == rc) {
-            (void) mca_btl_ofi_context_progress(context);
-        }
-        return rc;
+        return rc; /* out of resource: the caller progresses, then retries */
     }
     return OPAL_SUCCESS;
 }

@@ -6,7 +6,7 @@
 #define MCA_BTL_OFI_EMULATE_H
 
 #include "btl_ofi_context.h"
-#include "btl_ofi_rdma.h"
+#include "btl_ofi_completion.h"
 #include "btl_ofi_types.h"
 
 BEGIN_C_DECLS
@@ -71,6 +71,21 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
 /** The answer to an emulated atomic of ours (MCA_BTL_OFI_MSG_AMO_RESP). */
 void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 
+/* OP applied to the word at ADDRESS with processor atomics (compare-swap
+ * when IS_CSWAP, 32 bits when NARROW); the old value. */
+uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address, uint64_t operand,
+                                  uint64_t compare, bool is_cswap, bool narrow);
+
+/* An atomic's old value into the caller's result (4 bytes when NARROW). */
+static inline void mca_btl_ofi_store_result(void *result, uint64_t old, bool narrow)
+{
+    if (narrow) {
+        uint32_t v32 = (uint32_t) old;
+        memcpy(result, &v32, sizeof(v32));
+    } else {
+        memcpy(result, &old, sizeof(old));
+    }
+}
 END_C_DECLS
 
 #endif /* MCA_BTL_OFI_EMULATE_H */

@@ -26,47 +26,47 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->addrs = NULL;
     endpoint->lost = false;
     endpoint->dead = false;
-    endpoint->checkable = false;
-    endpoint->pid = 0;
-    endpoint->start_time = 0;
+    endpoint->live.checkable = false;
+    endpoint->live.pid = 0;
+    endpoint->live.start_time = 0;
     endpoint->posted = 0;
     endpoint->completed = 0;
-    memset(&endpoint->host, 0, sizeof(endpoint->host));
-    endpoint->seen_completed = 0;
-    endpoint->stall_began = 0.0;
-    endpoint->stall_since = 0.0;
-    endpoint->probe_wait = 0.0;
-    endpoint->suspect = false;
-    endpoint->probed_at = 0.0;
+    memset(&endpoint->live.host, 0, sizeof(endpoint->live.host));
+    endpoint->live.seen_completed = 0;
+    endpoint->live.stall_began = 0.0;
+    endpoint->live.stall_since = 0.0;
+    endpoint->live.probe_wait = 0.0;
+    endpoint->live.suspect = false;
+    endpoint->live.probed_at = 0.0;
     memset(&endpoint->bare, 0, sizeof(endpoint->bare));
     endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;
-    endpoint->detour = NULL;
-    endpoint->detour_module = NULL;
-    endpoint->told = false;
-    OBJ_CONSTRUCT(&endpoint->seq_lock, opal_mutex_t);
-    OBJ_CONSTRUCT(&endpoint->unacked, opal_list_t);
-    endpoint->emu_credits = MCA_BTL_OFI_EMU_WINDOW;
-    OBJ_CONSTRUCT(&endpoint->emu_waiting, opal_list_t);
-    endpoint->tx_seq = 0;
-    endpoint->tx_acked = 0;
-    endpoint->live_fd = -1;
-    endpoint->live_state = 0;
+    endpoint->rail.detour = NULL;
+    endpoint->rail.detour_module = NULL;
+    endpoint->rail.told = false;
+    OBJ_CONSTRUCT(&endpoint->seq.lock, opal_mutex_t);
+    OBJ_CONSTRUCT(&endpoint->seq.unacked, opal_list_t);
+    endpoint->emu.credits = MCA_BTL_OFI_EMU_WINDOW;
+    OBJ_CONSTRUCT(&endpoint->emu.waiting, opal_list_t);
+    endpoint->seq.tx_seq = 0;
+    endpoint->seq.tx_acked = 0;
+    endpoint->live.fd = -1;
+    endpoint->live.state = 0;
 }
 
 static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
 {
-    if (endpoint->live_fd >= 0) {
-        close(endpoint->live_fd);
-        endpoint->live_fd = -1;
+    if (endpoint->live.fd >= 0) {
+        close(endpoint->live.fd);
+        endpoint->live.fd = -1;
     }
     free(endpoint->addrs);
     endpoint->addrs = NULL;
     /* kept messages: their memory goes with their module's free list */
-    while (NULL != opal_list_remove_first(&endpoint->unacked)) {
+    while (NULL != opal_list_remove_first(&endpoint->seq.unacked)) {
     }
-    OBJ_DESTRUCT(&endpoint->unacked);
-    OBJ_DESTRUCT(&endpoint->emu_waiting);
-    OBJ_DESTRUCT(&endpoint->seq_lock);
+    OBJ_DESTRUCT(&endpoint->seq.unacked);
+    OBJ_DESTRUCT(&endpoint->emu.waiting);
+    OBJ_DESTRUCT(&endpoint->seq.lock);
 }
 
 OBJ_CLASS_INSTANCE(mca_btl_ofi_endpoint_t, opal_list_item_t, mca_btl_ofi_endpoint_construct,
@@ -161,23 +161,24 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
         goto out_release_endpoint;
     }
     endpoint->proc = proc;
-    endpoint->peer_rail = peer_rail;
-    endpoint->peer_key_offset = 0 == endpoint->peer_rail
-                                    ? offsetof(mca_btl_base_registration_handle_t, key)
-                                    : offsetof(mca_btl_base_registration_handle_t, rail_keys)
-                                          + (size_t) (endpoint->peer_rail - 1) * sizeof(uint64_t);
-    memset(endpoint->rail_peers, 0, sizeof(endpoint->rail_peers));
+    endpoint->rail.peer_rail = peer_rail;
+    endpoint->rail.peer_key_offset =
+        0 == endpoint->rail.peer_rail
+            ? offsetof(mca_btl_base_registration_handle_t, key)
+            : offsetof(mca_btl_base_registration_handle_t, rail_keys)
+                  + (size_t) (endpoint->rail.peer_rail - 1) * sizeof(uint64_t);
+    memset(endpoint->rail.peers, 0, sizeof(endpoint->rail.peers));
     MCA_BTL_OFI_VERBOSE(
         MCA_BTL_OFI_VERBOSE_TRACE, "rail %d: peer %s through its rail %d (%u of its contexts, %s)",
-        module->rail, OPAL_NAME_PRINT(proc->proc_name), endpoint->peer_rail,
+        module->rail, OPAL_NAME_PRINT(proc->proc_name), endpoint->rail.peer_rail,
         (unsigned) blob->num_contexts, blob->sep ? "scalable endpoint" : "plain endpoints");
-    mca_btl_ofi_endpoint_identity(endpoint, blob);
+    mca_btl_ofi_endpoint_identity(endpoint, &blob->id);
     mca_btl_ofi_endpoint_host(module, endpoint, blob->addrs, blob->addr_len, blob->probe_port);
     /* /proc says nothing about a process on another node, even when the
      * hosts share a kernel and a pid namespace (containers): only peers
      * Open MPI places on this node are checked there */
     if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
-        endpoint->checkable = false;
+        endpoint->live.checkable = false;
     }
     *ep_out = endpoint;
     free(all);
@@ -188,4 +189,23 @@ out_release_endpoint:
 out_free_all:
     free(all);
     return rc;
+}
+
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
+                                                     mca_btl_ofi_module_t *rail)
+{
+    mca_btl_ofi_endpoint_t *peer = endpoint->rail.peers[rail->rail];
+
+    if (OPAL_LIKELY(NULL != peer)) {
+        return peer;
+    }
+    MCA_BTL_OFI_LOCK(&rail->lock);
+    if (OPAL_SUCCESS
+        != opal_hash_table_get_value_uint64(
+            &rail->endpoints_by_proc, (uint64_t) (uintptr_t) endpoint->proc, (void **) &peer)) {
+        peer = NULL;
+    }
+    MCA_BTL_OFI_UNLOCK(&rail->lock);
+    endpoint->rail.peers[rail->rail] = peer; /* racing threads store the same */
+    return peer;
 }

@@ -26,9 +26,9 @@ mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_named(mca_btl_ofi_module_t *module,
 static inline void mca_btl_ofi_detour(mca_btl_ofi_module_t **module,
                                       mca_btl_ofi_endpoint_t **endpoint)
 {
-    if (OPAL_UNLIKELY(NULL != (*endpoint)->detour)) {
-        *module = (*endpoint)->detour_module;
-        *endpoint = (*endpoint)->detour;
+    if (OPAL_UNLIKELY(NULL != (*endpoint)->rail.detour)) {
+        *module = (*endpoint)->rail.detour_module;
+        *endpoint = (*endpoint)->rail.detour;
     }
 }
 
@@ -59,6 +59,11 @@ static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_route(mca_btl_ofi_endpoint_t *
     }
     return to;
 }
+
+/** The same peer's endpoint on another rail of ours, or NULL when that
+ * rail does not reach it. Looked up once, then kept with the endpoint. */
+mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
+                                                     mca_btl_ofi_module_t *rail);
 
 END_C_DECLS
 

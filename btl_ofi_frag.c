@@ -4,13 +4,10 @@
  */
 
 #include "btl_ofi.h"
-#include "btl_ofi_atomics.h"
-#include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
-#include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
 #include "btl_ofi_seq.h"
 
@@ -395,7 +392,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
 }
 
 /* Hand a pml message to the callback registered for its tag. */
-static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, void *buf, size_t len)
+static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
     const mca_btl_ofi_msg_hdr_t *hdr = (const mca_btl_ofi_msg_hdr_t *) buf;
     const mca_btl_active_message_callback_t *reg = mca_btl_base_active_message_trigger + hdr->op;
@@ -407,7 +404,7 @@ static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, void *buf, si
                             hdr->op);
         return;
     }
-    segment.seg_addr.pval = (void *) (hdr + 1);
+    segment.seg_addr.pval = (void *) (uintptr_t) (hdr + 1);
     segment.seg_len = len - sizeof(*hdr);
     memset(&des, 0, sizeof(des));
     des.des_segments = &segment;
@@ -518,6 +515,22 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context)
     context->repost = NULL;
 }
 
+/*
+ * Delivery by table: each message type of ours is handled by the file
+ * that owns its protocol (emulated RMA and atomics, rail notices,
+ * acknowledgements), which module init registers here. This file posts
+ * and receives messages and never calls up into those protocols itself.
+ */
+static mca_btl_ofi_msg_handler_fn_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_MSG_TYPES] = {
+    [MCA_BTL_OFI_MSG_AM] = mca_btl_ofi_am_deliver,
+};
+
+void mca_btl_ofi_msg_handler_set(int type, mca_btl_ofi_msg_handler_fn_t handler)
+{
+    assert(type > 0 && type < MCA_BTL_OFI_MSG_TYPES);
+    mca_btl_ofi_msg_handlers[type] = handler;
+}
+
 static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, size_t len)
 {
     const mca_btl_ofi_msg_hdr_t *hdr = (const mca_btl_ofi_msg_hdr_t *) msg;
@@ -528,34 +541,13 @@ static void mca_btl_ofi_msg_handle(mca_btl_ofi_context_t *context, void *msg, si
     if (OPAL_UNLIKELY(MCA_BTL_OFI_NO_SEQ != hdr->rail) && !mca_btl_ofi_seq_accept(hdr)) {
         return; /* taken before, from the failed link or its copy */
     }
-    switch (hdr->type) {
-    case MCA_BTL_OFI_MSG_AM:
-        mca_btl_ofi_am_deliver(context, msg, len);
-        break;
-    case MCA_BTL_OFI_MSG_AMO_REQ:
-        mca_btl_ofi_amo_serve(context, msg, len);
-        break;
-    case MCA_BTL_OFI_MSG_AMO_RESP:
-        mca_btl_ofi_amo_answer(context, msg, len);
-        break;
-    case MCA_BTL_OFI_MSG_PUT:
-    case MCA_BTL_OFI_MSG_GET:
-        mca_btl_ofi_rma_serve(context, msg, len);
-        break;
-    case MCA_BTL_OFI_MSG_RMA_RESP:
-        mca_btl_ofi_rma_answer(context, msg, len);
-        break;
-    case MCA_BTL_OFI_MSG_RAIL_CUT:
-        mca_btl_ofi_rail_cut_heard(context, msg, len);
-        break;
-    case MCA_BTL_OFI_MSG_ACK:
-        mca_btl_ofi_seq_acked(msg, len);
-        break;
-    default:
+    if (OPAL_UNLIKELY(hdr->type >= MCA_BTL_OFI_MSG_TYPES
+                      || NULL == mca_btl_ofi_msg_handlers[hdr->type])) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped a message of unknown type %d (%zu bytes)", hdr->type, len);
-        break;
+        return;
     }
+    mca_btl_ofi_msg_handlers[hdr->type](context, msg, len);
 }
 
 bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
@@ -737,4 +729,26 @@ void mca_btl_ofi_backlog_msgs(mca_btl_ofi_context_t *context)
         OBJ_RELEASE(pending);
     }
     OBJ_DESTRUCT(&done);
+}
+
+/* Work of ours that waits on this peer: operations posted to it and not
+ * completed, or sends the provider refused for now and we keep. */
+bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    bool owed = endpoint->posted != endpoint->completed;
+
+    for (int i = 0; i < module->num_contexts && !owed; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        opal_list_item_t *item;
+
+        MCA_BTL_OFI_LOCK(&context->lock);
+        OPAL_LIST_FOREACH (item, &context->sendq, opal_list_item_t) {
+            if (((mca_btl_ofi_frag_t *) item)->endpoint == endpoint) {
+                owed = true;
+                break;
+            }
+        }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
+    return owed;
 }

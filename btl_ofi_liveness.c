@@ -82,13 +82,14 @@ static bool mca_btl_ofi_proc_stat(uint32_t pid, char *state, unsigned *flags, ui
     return true;
 }
 
-void mca_btl_ofi_identity(mca_btl_ofi_modex_t *blob)
+void mca_btl_ofi_identity(mca_btl_ofi_identity_t *blob)
 {
     struct stat st;
     unsigned flags;
     char state;
     FILE *f;
 
+    memset(blob, 0, sizeof(*blob));
     blob->pid = (uint32_t) getpid();
     blob->pidns = (0 == stat("/proc/self/ns/pid", &st)) ? (uint64_t) st.st_ino : 0;
     if (!mca_btl_ofi_proc_stat(blob->pid, &state, &flags, &blob->start_time)) {
@@ -106,21 +107,21 @@ void mca_btl_ofi_identity(mca_btl_ofi_modex_t *blob)
 
 /* A peer we can check: same boot, same pid namespace, identity known. */
 void mca_btl_ofi_endpoint_identity(mca_btl_ofi_endpoint_t *endpoint,
-                                   const mca_btl_ofi_modex_t *peer)
+                                   const mca_btl_ofi_identity_t *peer)
 {
-    static mca_btl_ofi_modex_t self;
+    static mca_btl_ofi_identity_t self;
     static bool known = false;
 
     if (!known) {
         mca_btl_ofi_identity(&self);
         known = true;
     }
-    endpoint->checkable = 0 != peer->pid && 0 != peer->pidns && 0 != peer->start_time
-                          && '\0' != self.boot_id[0] && self.pidns == peer->pidns
-                          && 0 == strncmp(self.boot_id, peer->boot_id, sizeof(self.boot_id))
-                          && self.pid != peer->pid;
-    endpoint->pid = peer->pid;
-    endpoint->start_time = peer->start_time;
+    endpoint->live.checkable = 0 != peer->pid && 0 != peer->pidns && 0 != peer->start_time
+                               && '\0' != self.boot_id[0] && self.pidns == peer->pidns
+                               && 0 == strncmp(self.boot_id, peer->boot_id, sizeof(self.boot_id))
+                               && self.pid != peer->pid;
+    endpoint->live.pid = peer->pid;
+    endpoint->live.start_time = peer->start_time;
 }
 
 static bool mca_btl_ofi_endpoint_gone(const mca_btl_ofi_endpoint_t *endpoint)
@@ -129,11 +130,11 @@ static bool mca_btl_ofi_endpoint_gone(const mca_btl_ofi_endpoint_t *endpoint)
     unsigned flags;
     char state;
 
-    if (!mca_btl_ofi_proc_stat(endpoint->pid, &state, &flags, &start_time)) {
+    if (!mca_btl_ofi_proc_stat(endpoint->live.pid, &state, &flags, &start_time)) {
         return ENOENT == errno || ESRCH == errno;
     }
     return 'Z' == state || 'X' == state || (flags & MCA_BTL_OFI_PF_EXITING)
-           || start_time != endpoint->start_time;
+           || start_time != endpoint->live.start_time;
 }
 
 /* Whether the provider's addresses are socket addresses (tcp, sockets,
@@ -158,13 +159,28 @@ void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module, mca_btl_ofi_e
     memcpy(&sa, addr, sizeof(sa));
     if ((AF_INET == sa.sa_family && len >= sizeof(struct sockaddr_in))
         || (AF_INET6 == sa.sa_family && len >= sizeof(struct sockaddr_in6))) {
-        memcpy(&endpoint->host, addr,
+        memcpy(&endpoint->live.host, addr,
                AF_INET == sa.sa_family ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
         if (AF_INET == sa.sa_family) {
-            ((struct sockaddr_in *) &endpoint->host)->sin_port = htons(port);
+            ((struct sockaddr_in *) &endpoint->live.host)->sin_port = htons(port);
         } else {
-            ((struct sockaddr_in6 *) &endpoint->host)->sin6_port = htons(port);
+            ((struct sockaddr_in6 *) &endpoint->live.host)->sin6_port = htons(port);
         }
+    }
+}
+
+/* The verdict's one way out: the upper layer's error callback (ob1's ends
+ * the job, printing INFO), or INFO printed where there is none. */
+void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info)
+{
+    if (module->closing) {
+        return;
+    }
+    if (NULL != module->error_cb) {
+        /* ob1's callback ends the job, printing INFO */
+        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, info);
+    } else {
+        opal_output(0, "%s", info);
     }
 }
 
@@ -192,7 +208,7 @@ bool mca_btl_ofi_endpoint_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoi
     if (NULL == endpoint) {
         return false;
     }
-    if (!endpoint->dead && !(endpoint->checkable && mca_btl_ofi_endpoint_gone(endpoint))) {
+    if (!endpoint->dead && !(endpoint->live.checkable && mca_btl_ofi_endpoint_gone(endpoint))) {
         return false;
     }
     endpoint->dead = true;
@@ -206,7 +222,7 @@ bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module)
 
     MCA_BTL_OFI_LOCK(&module->lock);
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (endpoint->checkable && !endpoint->lost
+        if (endpoint->live.checkable && !endpoint->lost
             && (endpoint->dead || mca_btl_ofi_endpoint_gone(endpoint))) {
             endpoint->dead = true;
             dead = endpoint;
@@ -252,28 +268,6 @@ static double mca_btl_ofi_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
-/* Work of ours that waits on this peer: operations posted to it and not
- * completed, or sends the provider refused for now and we keep. */
-static bool mca_btl_ofi_owed(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
-{
-    bool owed = endpoint->posted != endpoint->completed;
-
-    for (int i = 0; i < module->num_contexts && !owed; ++i) {
-        mca_btl_ofi_context_t *context = module->contexts + i;
-        opal_list_item_t *item;
-
-        MCA_BTL_OFI_LOCK(&context->lock);
-        OPAL_LIST_FOREACH (item, &context->sendq, opal_list_item_t) {
-            if (((mca_btl_ofi_frag_t *) item)->endpoint == endpoint) {
-                owed = true;
-                break;
-            }
-        }
-        MCA_BTL_OFI_UNLOCK(&context->lock);
-    }
-    return owed;
 }
 
 /*
@@ -394,25 +388,25 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     double now;
     int err;
 
-    if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->checkable
-        || 0 == endpoint->host.ss_family || endpoint->lost || endpoint->suspect) {
+    if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->live.checkable
+        || 0 == endpoint->live.host.ss_family || endpoint->lost || endpoint->live.suspect) {
         return;
     }
     /* a post that keeps failing (sockets refuses every write to a dead
      * peer at once, thousands a second) probes once a second at most */
     now = mca_btl_ofi_seconds();
-    if (now - endpoint->probed_at < 1.0) {
+    if (now - endpoint->live.probed_at < 1.0) {
         return;
     }
-    endpoint->probed_at = now;
-    err = mca_btl_ofi_probe_now(&endpoint->host, MCA_BTL_OFI_SUSPECT_WAIT_MS);
+    endpoint->live.probed_at = now;
+    err = mca_btl_ofi_probe_now(&endpoint->live.host, MCA_BTL_OFI_SUSPECT_WAIT_MS);
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "probe of peer %s after an error: %s",
                         OPAL_NAME_PRINT(endpoint->proc->proc_name),
                         EINPROGRESS == err ? "no answer yet"
                         : 0 == err         ? "alive"
                                            : strerror(err));
     if (ECONNREFUSED == err) {
-        mca_btl_ofi_host_name(&endpoint->host, name, sizeof(name));
+        mca_btl_ofi_host_name(&endpoint->live.host, name, sizeof(name));
         snprintf(why, sizeof(why),
                  "the process no longer exists (an operation to it failed, and its host %s "
                  "refused our liveness probe)",
@@ -420,7 +414,7 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
         endpoint->dead = true;
         mca_btl_ofi_endpoint_lost(module, endpoint, why);
     } else if (0 != err) {
-        endpoint->suspect = true; /* no verdict yet: the next check probes it */
+        endpoint->live.suspect = true; /* no verdict yet: the next check probes it */
     }
 }
 
@@ -496,27 +490,27 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
          * until the peer acknowledges it: a cut link may hold it (ofi_rxm
          * completes once TCP took it), and nothing else would stand still
          * (read unlocked: a late value only delays the check) */
-        uint32_t unacked = endpoint->tx_seq - endpoint->tx_acked;
-        int64_t done = endpoint->completed + (int64_t) endpoint->tx_acked;
-        if (endpoint->lost || endpoint->checkable || 0 == endpoint->host.ss_family) {
+        uint32_t unacked = endpoint->seq.tx_seq - endpoint->seq.tx_acked;
+        int64_t done = endpoint->completed + (int64_t) endpoint->seq.tx_acked;
+        if (endpoint->lost || endpoint->live.checkable || 0 == endpoint->live.host.ss_family) {
             continue;
         }
-        if (endpoint->suspect) {
-            endpoint->suspect = false;
-            mca_btl_ofi_probe_start(module, &endpoint->host, now, now);
+        if (endpoint->live.suspect) {
+            endpoint->live.suspect = false;
+            mca_btl_ofi_probe_start(module, &endpoint->live.host, now, now);
         } else if ((endpoint->posted == endpoint->completed && 0 == unacked)
-                   || done != endpoint->seen_completed || 0.0 == endpoint->stall_since) {
-            endpoint->seen_completed = done;
-            endpoint->stall_began = endpoint->stall_since = now;
-            endpoint->probe_wait = after;
-        } else if (now - endpoint->stall_since >= endpoint->probe_wait) {
+                   || done != endpoint->live.seen_completed || 0.0 == endpoint->live.stall_since) {
+            endpoint->live.seen_completed = done;
+            endpoint->live.stall_began = endpoint->live.stall_since = now;
+            endpoint->live.probe_wait = after;
+        } else if (now - endpoint->live.stall_since >= endpoint->live.probe_wait) {
             /* a peer that answers but stays busy is probed less and less
              * often, so that a long computation outside MPI does not fill
              * its listener's queue (it empties it only when it progresses) */
-            endpoint->stall_since = now;
-            endpoint->probe_wait =
-                2.0 * endpoint->probe_wait < most ? 2.0 * endpoint->probe_wait : most;
-            mca_btl_ofi_probe_start(module, &endpoint->host, now, endpoint->stall_began);
+            endpoint->live.stall_since = now;
+            endpoint->live.probe_wait =
+                2.0 * endpoint->live.probe_wait < most ? 2.0 * endpoint->live.probe_wait : most;
+            mca_btl_ofi_probe_start(module, &endpoint->live.host, now, endpoint->live.stall_began);
         }
     }
     for (int i = 0; i < module->num_probes; ++i) {
@@ -535,13 +529,13 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
             if (endpoint->lost) {
                 continue;
             }
-            if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->host, &probe->host)) {
+            if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->live.host, &probe->host)) {
                 snprintf(why[n], sizeof(why[n]),
                          "the process no longer exists (its host %s refused our liveness "
                          "probe; our operations to it stood still %.1f s)",
                          name, now - probe->stalled_since);
             } else if (ECONNREFUSED != err
-                       && mca_btl_ofi_same_host(&endpoint->host, &probe->host)) {
+                       && mca_btl_ofi_same_host(&endpoint->live.host, &probe->host)) {
                 snprintf(why[n], sizeof(why[n]),
                          "its host %s does not answer (probe: %s): host down or network "
                          "link cut; our operations to it stood still %.1f s",
@@ -702,54 +696,52 @@ static void mca_btl_ofi_live_open(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     int err;
 
     if (open >= (size_t) module->live_max) {
-        endpoint->live_state = MCA_BTL_OFI_LIVE_DONE; /* the stall probes still watch it */
+        endpoint->live.state = MCA_BTL_OFI_LIVE_DONE; /* the stall probes still watch it */
         return;
     }
-    err = mca_btl_ofi_probe_connect(&endpoint->host, &endpoint->live_fd);
+    err = mca_btl_ofi_probe_connect(&endpoint->live.host, &endpoint->live.fd);
 
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE, "liveness connection to peer %s: %s",
                         OPAL_NAME_PRINT(endpoint->proc->proc_name),
                         0 == err ? "open" : strerror(err));
     if (0 == err || EINPROGRESS == err) {
-        endpoint->live_state = 0 == err ? MCA_BTL_OFI_LIVE_UP : MCA_BTL_OFI_LIVE_CONNECTING;
-        mca_btl_ofi_live_keepalive(endpoint->live_fd);
+        endpoint->live.state = 0 == err ? MCA_BTL_OFI_LIVE_UP : MCA_BTL_OFI_LIVE_CONNECTING;
+        mca_btl_ofi_live_keepalive(endpoint->live.fd);
         return;
     }
     /* no verdict from a refused connection: the stall probes judge the
      * peer if work of ours waits on it (it may have finalized already) */
-    if (endpoint->live_fd >= 0) {
-        close(endpoint->live_fd);
-        endpoint->live_fd = -1;
+    if (endpoint->live.fd >= 0) {
+        close(endpoint->live.fd);
+        endpoint->live.fd = -1;
     }
-    endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
+    endpoint->live.state = MCA_BTL_OFI_LIVE_DONE;
 }
 
 static void mca_btl_ofi_live_close(mca_btl_ofi_endpoint_t *endpoint)
 {
-    close(endpoint->live_fd);
-    endpoint->live_fd = -1;
-    endpoint->live_state = MCA_BTL_OFI_LIVE_DONE;
+    close(endpoint->live.fd);
+    endpoint->live.fd = -1;
+    endpoint->live.state = MCA_BTL_OFI_LIVE_DONE;
 }
 
-/* Under the module lock: open liveness connections to the peers we posted
- * to, look at all of them and at the ones peers keep to us (closed by
- * their peer: closed here too). Peers whose connection closed without a
- * goodbye are retained into lost[] with why[]; returns how many. */
-static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t **lost,
-                                  char (*why)[MCA_BTL_OFI_WHY_LEN])
+/* The liveness sockets to watch (module lock held): ours to the peers we
+ * posted to (opened here when due) and the ones peers keep to us; into
+ * *PFDS (malloc'ed) with their endpoints in *OWNER (NULL: a peer's
+ * connection to us, last). Returns how many, 0 with nothing allocated. */
+static size_t mca_btl_ofi_live_fds(mca_btl_ofi_module_t *module, struct pollfd **pfds_out,
+                                   mca_btl_ofi_endpoint_t ***owner_out)
 {
     mca_btl_ofi_endpoint_t *endpoint, **owner;
     struct pollfd *pfds;
     size_t count = 0, k = 0;
-    int n = 0;
 
-    /* COUNT: our connections so far, then those peers keep to us too */
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (MCA_BTL_OFI_LIVE_NONE == endpoint->live_state && !endpoint->checkable && !endpoint->lost
-            && 0 != endpoint->host.ss_family && endpoint->posted > 0) {
+        if (MCA_BTL_OFI_LIVE_NONE == endpoint->live.state && !endpoint->live.checkable
+            && !endpoint->lost && 0 != endpoint->live.host.ss_family && endpoint->posted > 0) {
             mca_btl_ofi_live_open(module, endpoint, count);
         }
-        count += endpoint->live_fd >= 0;
+        count += endpoint->live.fd >= 0;
     }
     count += (size_t) module->num_live_in;
     if (0 == count) {
@@ -761,9 +753,9 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     }
     owner = (mca_btl_ofi_endpoint_t **) (pfds + count);
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (endpoint->live_fd >= 0) {
-            pfds[k].fd = endpoint->live_fd;
-            pfds[k].events = MCA_BTL_OFI_LIVE_CONNECTING == endpoint->live_state ? POLLOUT : POLLIN;
+        if (endpoint->live.fd >= 0) {
+            pfds[k].fd = endpoint->live.fd;
+            pfds[k].events = MCA_BTL_OFI_LIVE_CONNECTING == endpoint->live.state ? POLLOUT : POLLIN;
             pfds[k].revents = 0;
             owner[k++] = endpoint;
         }
@@ -774,95 +766,124 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
         pfds[k].revents = 0;
         owner[k++] = NULL;
     }
+    *pfds_out = pfds;
+    *owner_out = owner;
+    return k;
+}
+
+/* What our liveness connection to ENDPOINT says now that it has an event:
+ * connected, a hello or goodbye, a keepalive unanswered (the host or the
+ * link: suspect), or closed. True (WHY filled) when the process ended
+ * without MPI_Finalize. */
+static bool mca_btl_ofi_live_event(mca_btl_ofi_endpoint_t *endpoint, char *why, size_t why_len)
+{
+    char buf[16], name[INET6_ADDRSTRLEN];
+    socklen_t len = sizeof(int);
+    ssize_t got;
+    bool heard;
+    int err = 0;
+
+    if (MCA_BTL_OFI_LIVE_CONNECTING == endpoint->live.state) {
+        if (0 != getsockopt(endpoint->live.fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
+            err = errno;
+        }
+        if (0 == err) {
+            endpoint->live.state = MCA_BTL_OFI_LIVE_UP;
+        } else {
+            mca_btl_ofi_live_close(endpoint); /* no verdict (see live_open) */
+        }
+        return false;
+    }
+    got = recv(endpoint->live.fd, buf, sizeof(buf), MSG_DONTWAIT);
+    if (got < 0 && (EAGAIN == errno || EWOULDBLOCK == errno)) {
+        return false;
+    }
+    err = got < 0 ? errno : 0;
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE,
+                        "liveness connection to peer %s: %zd byte(s)%s%s",
+                        OPAL_NAME_PRINT(endpoint->proc->proc_name), got, 0 != err ? ", " : "",
+                        0 != err ? strerror(err) : "");
+    if (got > 0 && NULL != memchr(buf, MCA_BTL_OFI_LIVE_BYE, (size_t) got)) {
+        mca_btl_ofi_live_close(endpoint); /* it finalized */
+        return false;
+    }
+    if (got > 0) {
+        if (NULL != memchr(buf, MCA_BTL_OFI_LIVE_HELLO, (size_t) got)) {
+            endpoint->live.state = MCA_BTL_OFI_LIVE_HEARD;
+        }
+        return false;
+    }
+    if (ETIMEDOUT == err || EHOSTUNREACH == err || ENETUNREACH == err) {
+        /* keepalive unanswered: the host or the link, not the process
+         * (which may still be reached on another rail): probe it */
+        mca_btl_ofi_live_close(endpoint);
+        endpoint->live.suspect = true;
+        return false;
+    }
+    /* closed. Before its hello, the peer may just have finalized (the
+     * connection reached its listener's queue as it closed) or refused it
+     * (too many): no verdict */
+    heard = MCA_BTL_OFI_LIVE_HEARD == endpoint->live.state;
+    mca_btl_ofi_live_close(endpoint);
+    if (!heard || endpoint->lost) {
+        return false;
+    }
+    mca_btl_ofi_host_name(&endpoint->live.host, name, sizeof(name));
+    snprintf(why, why_len,
+             "the process ended without MPI_Finalize (its host %s closed our liveness "
+             "connection to it%s%s)",
+             name, 0 != err ? ": " : "", 0 != err ? strerror(err) : "");
+    return true;
+}
+
+/* Under the module lock: open liveness connections to the peers we posted
+ * to, look at all of them and at the ones peers keep to us (closed by
+ * their peer: closed here too, and dropped from the list). Peers whose
+ * connection closed without a goodbye are retained into lost[] with
+ * why[]; returns how many. */
+static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t **lost,
+                                  char (*why)[MCA_BTL_OFI_WHY_LEN])
+{
+    mca_btl_ofi_endpoint_t **owner = NULL;
+    struct pollfd *pfds = NULL;
+    size_t k = mca_btl_ofi_live_fds(module, &pfds, &owner), base;
+    int n = 0, kept = 0;
+
+    if (0 == k) {
+        return 0;
+    }
     if (poll(pfds, (nfds_t) k, 0) <= 0) {
         free(pfds);
         return 0;
     }
     for (size_t i = 0; i < k; ++i) {
-        char buf[16], name[INET6_ADDRSTRLEN];
-        socklen_t len = sizeof(int);
-        ssize_t got;
-        bool heard;
-        int err = 0;
-
-        endpoint = owner[i];
         if (0 == pfds[i].revents) {
             continue;
         }
-        if (NULL == endpoint) {
+        if (NULL == owner[i]) {
             /* a peer's connection to us: only its end matters, to it */
-            got = recv(pfds[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+            char buf[16];
+            ssize_t got = recv(pfds[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+
             if (0 == got || (got < 0 && EAGAIN != errno && EWOULDBLOCK != errno)) {
                 close(pfds[i].fd);
                 pfds[i].fd = -1;
             }
             continue;
         }
-        if (MCA_BTL_OFI_LIVE_CONNECTING == endpoint->live_state) {
-            if (0 != getsockopt(endpoint->live_fd, SOL_SOCKET, SO_ERROR, &err, &len)) {
-                err = errno;
-            }
-            if (0 == err) {
-                endpoint->live_state = MCA_BTL_OFI_LIVE_UP;
-            } else {
-                mca_btl_ofi_live_close(endpoint); /* no verdict (see live_open) */
-            }
-            continue;
+        if (mca_btl_ofi_live_event(owner[i], why[n], sizeof(why[n]))) {
+            OBJ_RETAIN(owner[i]);
+            lost[n++] = owner[i];
         }
-        got = recv(endpoint->live_fd, buf, sizeof(buf), MSG_DONTWAIT);
-        if (got < 0 && (EAGAIN == errno || EWOULDBLOCK == errno)) {
-            continue;
-        }
-        err = got < 0 ? errno : 0;
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE,
-                            "liveness connection to peer %s: %zd byte(s)%s%s",
-                            OPAL_NAME_PRINT(endpoint->proc->proc_name), got, 0 != err ? ", " : "",
-                            0 != err ? strerror(err) : "");
-        if (got > 0 && NULL != memchr(buf, MCA_BTL_OFI_LIVE_BYE, (size_t) got)) {
-            mca_btl_ofi_live_close(endpoint); /* it finalized */
-            continue;
-        }
-        if (got > 0) {
-            if (NULL != memchr(buf, MCA_BTL_OFI_LIVE_HELLO, (size_t) got)) {
-                endpoint->live_state = MCA_BTL_OFI_LIVE_HEARD;
-            }
-            continue;
-        }
-        if (ETIMEDOUT == err || EHOSTUNREACH == err || ENETUNREACH == err) {
-            /* keepalive unanswered: the host or the link, not the process
-             * (which may still be reached on another rail): probe it */
-            mca_btl_ofi_live_close(endpoint);
-            endpoint->suspect = true;
-            continue;
-        }
-        /* closed. Before its hello, the peer may just have finalized
-         * (the connection reached its listener's queue as it closed) or
-         * refused it (too many): no verdict */
-        heard = MCA_BTL_OFI_LIVE_HEARD == endpoint->live_state;
-        mca_btl_ofi_live_close(endpoint);
-        if (!heard || endpoint->lost) {
-            continue;
-        }
-        mca_btl_ofi_host_name(&endpoint->host, name, sizeof(name));
-        snprintf(why[n], sizeof(why[n]),
-                 "the process ended without MPI_Finalize (its host %s closed our liveness "
-                 "connection to it%s%s)",
-                 name, 0 != err ? ": " : "", 0 != err ? strerror(err) : "");
-        OBJ_RETAIN(endpoint);
-        lost[n++] = endpoint;
     }
     /* the peers' connections that closed leave the list */
-    {
-        size_t base = k - (size_t) module->num_live_in;
-        int kept = 0;
-
-        for (int i = 0; i < module->num_live_in; ++i) {
-            if (pfds[base + (size_t) i].fd >= 0) {
-                module->live_in[kept++] = module->live_in[i];
-            }
+    base = k - (size_t) module->num_live_in;
+    for (int i = 0; i < module->num_live_in; ++i) {
+        if (pfds[base + (size_t) i].fd >= 0) {
+            module->live_in[kept++] = module->live_in[i];
         }
-        module->num_live_in = kept;
     }
+    module->num_live_in = kept;
     free(pfds);
     return n;
 }
@@ -874,7 +895,7 @@ static int mca_btl_ofi_live_check(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
  * MPI_Finalize at different times, a disconnected spawned job exits) ends
  * nothing. Peers on other hosts are probed (above).
  */
-void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
+bool mca_btl_ofi_peers_scan(mca_btl_ofi_module_t *module, mca_btl_ofi_verdicts_t *v)
 {
     mca_btl_ofi_endpoint_t *endpoint, *dead = NULL, **lost = NULL;
     char(*why)[MCA_BTL_OFI_WHY_LEN] = NULL;
@@ -883,13 +904,14 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
     bool proc_due;
     double now;
 
+    memset(v, 0, sizeof(*v));
     if (interval <= 0 || module->closing || 0 != MCA_BTL_OFI_TRYLOCK(&module->lock)) {
-        return;
+        return false;
     }
     now = mca_btl_ofi_seconds();
     if (now < module->next_check) {
         MCA_BTL_OFI_UNLOCK(&module->lock);
-        return;
+        return false;
     }
     /* stalls of peers on other hosts are looked at every tenth of a second
      * at least (a walk of the list comparing counters, cheap), so that a
@@ -907,7 +929,7 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
         module->next_proc = now + 1e-3 * (double) interval;
     }
     OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
-        if (!proc_due || !endpoint->checkable || endpoint->lost) {
+        if (!proc_due || !endpoint->live.checkable || endpoint->lost) {
             continue;
         }
         if (!endpoint->dead) {
@@ -917,7 +939,7 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
             endpoint->dead = true;
             MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "peer %s (pid %u) no longer exists",
                                 OPAL_NAME_PRINT(endpoint->proc->proc_name),
-                                (unsigned) endpoint->pid);
+                                (unsigned) endpoint->live.pid);
         }
         if (NULL == dead) {
             dead = endpoint;
@@ -941,28 +963,24 @@ void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
         }
     }
     MCA_BTL_OFI_UNLOCK(&module->lock);
-    for (int i = 0; i < nlost; ++i) {
-        if (ECONNREFUSED != errs[i] && !lost[i]->lost
-            && mca_btl_ofi_rail_cut(module, lost[i], why[i], sizeof(why[i]))) {
-            OBJ_RELEASE(lost[i]);
-            continue;
-        }
-        lost[i]->dead = true;
-        mca_btl_ofi_endpoint_lost(module, lost[i], why[i]);
-        OBJ_RELEASE(lost[i]);
+    v->lost = lost;
+    v->why = why;
+    v->errs = errs;
+    v->nlost = nlost;
+    v->dead = dead;
+    return true;
+}
+
+void mca_btl_ofi_verdicts_free(mca_btl_ofi_verdicts_t *v)
+{
+    for (int i = 0; i < v->nlost; ++i) {
+        OBJ_RELEASE(v->lost[i]);
     }
-    free(lost);
-    free(why);
-    free(errs);
-    if (NULL != dead) {
-        if (mca_btl_ofi_owed(module, dead)) {
-            (void) mca_btl_ofi_endpoint_check(module, dead);
-        }
-        OBJ_RELEASE(dead);
+    if (NULL != v->dead) {
+        OBJ_RELEASE(v->dead);
     }
-    if (module->track) {
-        /* what peers sent while traffic paused is acknowledged now, not
-         * 32 messages later: they keep copies until then */
-        mca_btl_ofi_seq_ack_due(module);
-    }
+    free(v->lost);
+    free(v->why);
+    free(v->errs);
+    memset(v, 0, sizeof(*v));
 }

@@ -7,7 +7,6 @@
 #ifndef MCA_BTL_OFI_LIVENESS_H
 #define MCA_BTL_OFI_LIVENESS_H
 
-#include "btl_ofi_modex.h"
 #include "btl_ofi_types.h"
 
 #include <sys/socket.h>
@@ -18,6 +17,17 @@ BEGIN_C_DECLS
  * long for it in a probe, so that a peer that died is named before the runtime
  * tears the job down; anything slower is left to the periodic check. */
 #define MCA_BTL_OFI_SUSPECT_WAIT_MS 200
+
+/* Who a process is on its host, as it publishes it (in its modex entry),
+ * so that a peer sharing the host (same boot and pid namespace) can tell
+ * whether the process still exists. */
+typedef struct mca_btl_ofi_identity_t {
+    uint32_t pid;
+    uint32_t pad;
+    uint64_t pidns;      /* inode of /proc/self/ns/pid */
+    uint64_t start_time; /* field 22 of /proc/self/stat: guards against pid reuse */
+    char boot_id[40];    /* /proc/sys/kernel/random/boot_id */
+} mca_btl_ofi_identity_t;
 
 /* room for why a peer was lost (the lost-peer line adds who and where) */
 #define MCA_BTL_OFI_WHY_LEN 480
@@ -47,9 +57,25 @@ int mca_btl_ofi_post_refused_at(struct mca_btl_ofi_module_t *module,
 void mca_btl_ofi_endpoint_lost(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                const char *why);
 
-/* Check that the peers sharing this host still exist (every
- * btl_ofi_peer_check_interval ms, called from the progress callback). */
-void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
+/* What one look at the peers found: peers lost (each with why, and the
+ * errno of the probe that failed: ECONNREFUSED when the process is gone
+ * but its host answers), and a same-host peer found gone (dead) with
+ * maybe work still owed to it. Every endpoint is retained. */
+typedef struct mca_btl_ofi_verdicts_t {
+    mca_btl_ofi_endpoint_t **lost;
+    char (*why)[MCA_BTL_OFI_WHY_LEN];
+    int *errs;
+    int nlost;
+    mca_btl_ofi_endpoint_t *dead;
+} mca_btl_ofi_verdicts_t;
+
+/* Look at the peers when it is time to (peers on this host through /proc
+ * every btl_ofi_peer_check_interval ms, stalls of peers on other hosts
+ * every tenth of a second at most, probes' answers, liveness
+ * connections): false when nothing was due. What to do about a verdict is
+ * the caller's (mca_btl_ofi_peers_check: a cut link or a lost peer). */
+bool mca_btl_ofi_peers_scan(mca_btl_ofi_module_t *module, mca_btl_ofi_verdicts_t *verdicts);
+void mca_btl_ofi_verdicts_free(mca_btl_ofi_verdicts_t *verdicts);
 /* A receive failed, its sender unknown: a same-host peer found gone is the
  * likely one; it is reported lost (naming it) and true returned. */
 bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module);
@@ -61,10 +87,10 @@ void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 
 /* Who this process is on its host, into its modex entry (pid, its start
  * time, the host's boot and pid-namespace identity). */
-void mca_btl_ofi_identity(mca_btl_ofi_modex_t *blob);
+void mca_btl_ofi_identity(mca_btl_ofi_identity_t *id);
 /* The peer's identity from its modex entry: whether /proc can check it. */
 void mca_btl_ofi_endpoint_identity(mca_btl_ofi_endpoint_t *endpoint,
-                                   const mca_btl_ofi_modex_t *peer);
+                                   const mca_btl_ofi_identity_t *peer);
 /* The peer's host address (from its first provider address) and liveness
  * listener port, for the probes. */
 void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,

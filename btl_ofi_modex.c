@@ -71,7 +71,7 @@ static int mca_btl_ofi_modex_blob(mca_btl_ofi_module_t *module, mca_btl_ofi_mode
     blob->num_addrs = (uint16_t) num_addrs;
     blob->addr_len = (uint32_t) addr_len;
     blob->sep = (NULL != module->sep);
-    mca_btl_ofi_identity(blob);
+    mca_btl_ofi_identity(&blob->id);
 
     for (i = 0; i < num_addrs; ++i) {
         struct fid *fid = (NULL != module->sep) ? &module->sep->fid : &module->contexts[i].ep->fid;

@@ -6,6 +6,7 @@
 #ifndef MCA_BTL_OFI_MODEX_H
 #define MCA_BTL_OFI_MODEX_H
 
+#include "btl_ofi_liveness.h"
 #include "btl_ofi_types.h"
 
 BEGIN_C_DECLS
@@ -17,18 +18,14 @@ typedef struct mca_btl_ofi_modex_t {
     uint16_t num_addrs;    /* 1 for a scalable endpoint, else one per context */
     uint32_t addr_len;     /* bytes of each address */
     uint32_t sep;          /* 1 when the addresses name a scalable endpoint */
-    /* who the publisher is on its host, so that a peer sharing the host (same
-     * boot and pid namespace) can tell whether the process still exists */
-    uint32_t pid;
-    uint64_t pidns;      /* inode of /proc/self/ns/pid */
-    uint64_t start_time; /* field 22 of /proc/self/stat: guards against pid reuse */
-    char boot_id[40];    /* /proc/sys/kernel/random/boot_id */
-    uint16_t probe_port; /* TCP port of its liveness listener, 0: none */
+    uint32_t pad;
+    mca_btl_ofi_identity_t id; /* who the publisher is on its host */
+    uint16_t probe_port;       /* TCP port of its liveness listener, 0: none */
     uint16_t reserved[3];
     uint8_t addrs[];
 } mca_btl_ofi_modex_t;
 
-#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100003u
+#define MCA_BTL_OFI_MODEX_LAYOUT 0x0f100004u
 
 /* What a process publishes: the parts of its modules (rails), one after
  * the other. */

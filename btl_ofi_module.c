@@ -9,10 +9,14 @@
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_context.h"
+#include "btl_ofi_progress.h"
+#include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
+#include "btl_ofi_seq.h"
 
 #include <sys/random.h>
 #include <time.h>
@@ -235,19 +239,6 @@ static int mca_btl_ofi_mr_open(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *
     return OPAL_SUCCESS;
 }
 
-mca_btl_ofi_reg_t *mca_btl_ofi_reg_by_key(mca_btl_ofi_module_t *module, unsigned rail, uint64_t key)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    mca_btl_ofi_module_t *keys =
-        rail < (unsigned) c->num_modules && NULL != c->modules[rail] ? c->modules[rail] : module;
-    mca_btl_ofi_reg_t *reg = NULL;
-
-    MCA_BTL_OFI_LOCK(&keys->lock);
-    (void) opal_hash_table_get_value_uint64(&keys->regs_by_key, key, (void **) &reg);
-    MCA_BTL_OFI_UNLOCK(&keys->lock);
-    return reg;
-}
-
 /* Close it: from here on a peer's access with an old key fails. */
 static int mca_btl_ofi_mr_close(mca_btl_ofi_module_t *module, mca_btl_ofi_reg_t *reg)
 {
@@ -387,19 +378,6 @@ static int64_t mca_btl_ofi_rma_outstanding(const mca_btl_ofi_module_t *module)
     return total;
 }
 
-void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info)
-{
-    if (module->closing) {
-        return;
-    }
-    if (NULL != module->error_cb) {
-        /* ob1's callback ends the job, printing INFO */
-        module->error_cb(&module->super, MCA_BTL_ERROR_FLAGS_FATAL, proc, info);
-    } else {
-        opal_output(0, "%s", info);
-    }
-}
-
 /* Every operation completes with FI_DELIVERY_COMPLETE semantics (reads and
  * fetching atomics return data from the target, emulated atomics complete
  * on the target's reply), so once no put, get or atomic is outstanding
@@ -455,10 +433,61 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         mca_btl_ofi_module_t *rail = mca_btl_ofi_component.modules[r];
 
         while (NULL != rail && mca_btl_ofi_rma_outstanding(rail) > 0) {
-            mca_btl_ofi_flush_wait(mca_btl_ofi_component_progress());
+            /* opal_progress alone: it calls our progress callback (every
+             * rail) and yields only when nothing anywhere progressed */
+            opal_progress();
         }
     }
     return OPAL_SUCCESS;
+}
+
+/* The module's contexts, with their receive buffers posted once every
+ * context is enabled (where the module sends messages) ... */
+static int mca_btl_ofi_module_contexts(mca_btl_ofi_module_t *module, int count, bool use_sep)
+{
+    int rc = mca_btl_ofi_contexts_create(module, count, use_sep);
+
+    if (OPAL_SUCCESS != rc) {
+        return rc;
+    }
+    for (int i = 0; i < count; ++i) {
+        rc = opal_free_list_init(&module->contexts[i].completions, sizeof(mca_btl_ofi_completion_t),
+                                 opal_cache_line_size, OBJ_CLASS(mca_btl_ofi_completion_t), 0, 0,
+                                 128, -1, 128, NULL, 0, NULL, NULL, NULL);
+        if (OPAL_SUCCESS != rc) {
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot allocate completion objects");
+            goto err_close_contexts;
+        }
+    }
+    for (int i = 0; module->messaging && i < count; ++i) {
+        rc = mca_btl_ofi_msg_init(module->contexts + i);
+        if (OPAL_SUCCESS != rc) {
+            goto err_close_contexts;
+        }
+    }
+    return OPAL_SUCCESS;
+
+err_close_contexts:
+    mca_btl_ofi_contexts_close(module);
+    for (int i = 0; i < count; ++i) {
+        mca_btl_ofi_msg_fini(module->contexts + i);
+    }
+    mca_btl_ofi_contexts_free(module);
+    return OPAL_ERROR;
+}
+
+/* ... and closed in the same order backwards: the buffers are given back
+ * only once no endpoint can write into them. */
+static void mca_btl_ofi_module_contexts_destroy(mca_btl_ofi_module_t *module)
+{
+    if (NULL == module->contexts) {
+        return;
+    }
+    mca_btl_ofi_contexts_close(module);
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_msg_fini(module->contexts + i);
+    }
+    mca_btl_ofi_contexts_free(module);
 }
 
 static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
@@ -469,7 +498,7 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
     while (NULL != (item = opal_list_remove_first(&module->endpoints))) {
         OBJ_RELEASE(item);
     }
-    mca_btl_ofi_contexts_destroy(module);
+    mca_btl_ofi_module_contexts_destroy(module);
     OBJ_DESTRUCT(&module->frags);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
     OBJ_DESTRUCT(&module->exposed_regs);
@@ -650,6 +679,35 @@ static const struct {
     {"udp;ofi_rxd", 65536, 8192, 65536},
 };
 
+/*
+ * udp;ofi_rxd in libfabric 1.17: fetching and compare atomics crash in
+ * fi_cq_read once answered (libfabric issue #11814), and a flood of
+ * fi_inject messages (over about a thousand unacknowledged) is lost for
+ * good, hanging the receiver; fi_send of the same messages works. With
+ * FI_MULTI_RECV buffers, a flood of unexpected 20 KiB messages from 3
+ * senders completes with "Truncation error" (or is silently lost) although
+ * every buffer keeps FI_OPT_MIN_MULTI_RECV bytes free; single-message
+ * buffers carry the same flood.
+ *
+ * ofi_rxm in libfabric 1.17: closing an endpoint whose connection still
+ * holds messages (a link that failed while they were in flight; btl/ofi
+ * sent copies over another rail) flushes the connection, and the
+ * provider's handling of a canceled message it posted itself reads its
+ * NULL context: a segfault in fi_close (seen in 1 of 7 rail-cut runs).
+ */
+uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
+{
+    if (NULL != strstr(prov_name, "ofi_rxd")) {
+        return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
+               | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT
+               | MCA_BTL_OFI_QUIRK_RMA;
+    }
+    if (NULL != strstr(prov_name, "ofi_rxm")) {
+        return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
+    }
+    return 0;
+}
+
 bool mca_btl_ofi_param_is_default(const char *name)
 {
     const mca_base_var_t *var = NULL;
@@ -691,20 +749,51 @@ static void mca_btl_ofi_provider_limits(mca_btl_ofi_module_t *module, const char
     }
 }
 
-/* Open what the module needs on the given provider. On failure everything
- * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
- * means the provider works but lacks something we need (already said). */
-int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
+/* Who handles each message type of btl/ofi's own: the files that own the
+ * protocols, so that frag.c delivers them without calling up. */
+static void mca_btl_ofi_msg_handlers_set(void)
+{
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_AMO_REQ, mca_btl_ofi_amo_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_AMO_RESP, mca_btl_ofi_amo_answer);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_PUT, mca_btl_ofi_rma_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_GET, mca_btl_ofi_rma_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RMA_RESP, mca_btl_ofi_rma_answer);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RAIL_CUT, mca_btl_ofi_rail_cut_heard);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_ACK, mca_btl_ofi_seq_acked);
+}
+
+/* The provider's largest single-datagram message (its inject size), where
+ * a message of several datagrams can be lost: ob1 sends more in pieces of
+ * this size, or by RDMA. */
+static void mca_btl_ofi_one_datagram(mca_btl_ofi_module_t *module, const struct fi_info *info)
+{
+    size_t one = info->tx_attr->inject_size - sizeof(mca_btl_ofi_msg_hdr_t);
+
+    if (module->super.btl_max_send_size > one && !mca_btl_ofi_param_is_default("max_send_size")) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "one datagram", true, opal_process_info.nodename,
+                       info->fabric_attr->prov_name, module->super.btl_max_send_size, one);
+    }
+    if (module->super.btl_max_send_size > one) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "%s: messages of one datagram only, max send size %zu "
+                            "(was %zu): larger ones can be lost by the provider",
+                            info->fabric_attr->prov_name, one, module->super.btl_max_send_size);
+        module->super.btl_max_send_size = one;
+    }
+    module->super.btl_eager_limit = mca_btl_ofi_min(module->super.btl_eager_limit, one);
+    module->super.btl_rndv_eager_limit =
+        mca_btl_ofi_min(module->super.btl_rndv_eager_limit, module->super.btl_eager_limit);
+}
+
+/* Which paths the module takes on this provider (RMA and atomics of the
+ * provider or as messages, two-sided traffic) and the message sizes that
+ * follow; true when it carries the pml's messages. */
+static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct fi_info *info,
+                                     uint32_t quirks)
 {
     mca_btl_ofi_component_t *component = &mca_btl_ofi_component;
-    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
-    mca_rcache_base_resources_t resources;
-    size_t max_ctx;
-    uint32_t quirks = mca_btl_ofi_provider_quirks(info->fabric_attr->prov_name);
-    bool use_sep, two_sided;
-    int count, rc;
+    bool two_sided;
 
-    module->info = info;
     module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
     /* a provider that wants FI_CONTEXT keeps state in each operation's
@@ -744,26 +833,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
                             info->ep_attr->max_msg_size - sizeof(mca_btl_ofi_msg_hdr_t));
         if ((quirks & MCA_BTL_OFI_QUIRK_ONE_SEGMENT)
             && info->tx_attr->inject_size > sizeof(mca_btl_ofi_msg_hdr_t) + 64) {
-            /* the provider's largest single-datagram message (its inject
-             * size): ob1 sends more in pieces of this size, or by RDMA */
-            size_t one = info->tx_attr->inject_size - sizeof(mca_btl_ofi_msg_hdr_t);
-            if (module->super.btl_max_send_size > one
-                && !mca_btl_ofi_param_is_default("max_send_size")) {
-                opal_show_help(MCA_BTL_OFI_HELP_FILE, "one datagram", true,
-                               opal_process_info.nodename, info->fabric_attr->prov_name,
-                               module->super.btl_max_send_size, one);
-            }
-            if (module->super.btl_max_send_size > one) {
-                MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                                    "%s: messages of one datagram only, max send size %zu "
-                                    "(was %zu): larger ones can be lost by the provider",
-                                    info->fabric_attr->prov_name, one,
-                                    module->super.btl_max_send_size);
-                module->super.btl_max_send_size = one;
-            }
-            module->super.btl_eager_limit = mca_btl_ofi_min(module->super.btl_eager_limit, one);
-            module->super.btl_rndv_eager_limit =
-                mca_btl_ofi_min(module->super.btl_rndv_eager_limit, module->super.btl_eager_limit);
+            mca_btl_ofi_one_datagram(module, info);
         }
         if (module->msg_size < sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size) {
             module->msg_size = sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size;
@@ -780,6 +850,116 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     }
     /* 0: every message goes by fi_send from a descriptor */
     module->inject_size = (quirks & MCA_BTL_OFI_QUIRK_INJECT) ? 0 : info->tx_attr->inject_size;
+    return two_sided;
+}
+
+/* How many contexts, and whether they are a scalable endpoint's (where
+ * the provider has one) or plain endpoints sharing the domain and
+ * address vector; never more than the provider allows. */
+static int mca_btl_ofi_context_count(const struct fi_info *info, bool *use_sep)
+{
+    mca_btl_ofi_component_t *component = &mca_btl_ofi_component;
+    bool sep = !component->disable_sep && info->domain_attr->max_ep_tx_ctx > 1
+               && info->domain_attr->max_ep_rx_ctx > 1;
+    size_t max_ctx =
+        sep ? mca_btl_ofi_min(info->domain_attr->max_ep_tx_ctx, info->domain_attr->max_ep_rx_ctx)
+            : mca_btl_ofi_min(info->domain_attr->ep_cnt, info->domain_attr->cq_cnt);
+    int count = component->num_contexts_per_module;
+
+    max_ctx = mca_btl_ofi_min(max_ctx, (size_t) MCA_BTL_OFI_MAX_CONTEXTS);
+    if ((size_t) count > max_ctx) {
+        opal_show_help(MCA_BTL_OFI_HELP_FILE, "too many contexts", true, opal_process_info.nodename,
+                       count, info->fabric_attr->prov_name, (int) max_ctx,
+                       sep ? "scalable endpoint contexts" : "endpoints", (int) max_ctx);
+        count = (int) max_ctx;
+        /* the MPI_T cvar then tells what is in use */
+        component->num_contexts_per_module = count;
+    }
+    *use_sep = sep;
+    return count;
+}
+
+/* The BTL entry points and flags of the paths taken. */
+static void mca_btl_ofi_module_entry_points(mca_btl_ofi_module_t *module, bool two_sided)
+{
+    if (!two_sided) {
+        module->super.btl_flags &= ~MCA_BTL_FLAGS_SEND;
+    } else {
+        module->super.btl_alloc = mca_btl_ofi_alloc;
+        module->super.btl_free = mca_btl_ofi_free;
+        module->super.btl_prepare_src = mca_btl_ofi_prepare_src;
+        module->super.btl_send = mca_btl_ofi_send;
+        module->super.btl_sendi = mca_btl_ofi_sendi;
+    }
+    if (MCA_BTL_OFI_MODE_TWO_SIDED == mca_btl_ofi_component.mode) {
+        module->super.btl_flags &= ~(MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
+                                     | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_FLUSH);
+    }
+}
+
+/* The registration cache (local buffers) and the registrations exposed
+ * to peers. */
+static int mca_btl_ofi_module_regs(mca_btl_ofi_module_t *module)
+{
+    mca_rcache_base_resources_t resources;
+    int rc;
+
+    resources.cache_name = "btl_ofi";
+    resources.reg_data = module;
+    resources.sizeof_reg = sizeof(mca_btl_ofi_reg_t);
+    resources.register_mem = mca_btl_ofi_rcache_register;
+    resources.deregister_mem = mca_btl_ofi_rcache_deregister;
+    module->rcache = mca_rcache_base_module_create("grdma", module, &resources);
+    if (NULL == module->rcache) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "cannot create the grdma registration cache");
+        return OPAL_ERROR;
+    }
+    rc = opal_free_list_init(&module->exposed_regs, sizeof(mca_btl_ofi_reg_t), opal_cache_line_size,
+                             OBJ_CLASS(mca_btl_ofi_reg_t), 0, opal_cache_line_size, 16, -1, 16,
+                             NULL, 0, NULL, NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot create the registration free list");
+        return OPAL_ERROR;
+    }
+    return OPAL_SUCCESS;
+}
+
+static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
+                                        const struct fi_info *info, int count, bool use_sep)
+{
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                        "provider %s domain %s: %d context(s) on %s, %s progress, mr_mode %s%s, "
+                        "key size %zu, atomic flags 0x%x%s%s",
+                        info->fabric_attr->prov_name, info->domain_attr->name, count,
+                        use_sep ? "a scalable endpoint" : "plain endpoints",
+                        FI_PROGRESS_MANUAL == info->domain_attr->data_progress ? "manual" : "auto",
+                        module->virt_addr ? "virtual addresses" : "offsets",
+                        module->prov_key ? " with provider keys" : " with requested keys",
+                        info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
+                        module->amo_emulated ? " (emulated by the target)" : "",
+                        module->rma_emulated ? ", puts and gets as messages" : "");
+    if (module->rma_emulated) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "provider %s: puts and gets carried as messages of %zu data bytes "
+                            "(btl_ofi_emulate_rma)",
+                            info->fabric_attr->prov_name, module->rma_chunk);
+    }
+}
+
+/* Open what the module needs on the given provider. On failure everything
+ * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
+ * means the provider works but lacks something we need (already said). */
+int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
+{
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    uint32_t quirks = mca_btl_ofi_provider_quirks(info->fabric_attr->prov_name);
+    bool use_sep, two_sided;
+    int count, rc;
+
+    mca_btl_ofi_msg_handlers_set();
+    module->info = info;
+    two_sided = mca_btl_ofi_module_paths(module, info, quirks);
     if ((module->amo_emulated || module->rma_emulated) && !(info->caps & FI_MSG)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "provider %s domain %s: refused, emulated %s need FI_MSG",
@@ -810,24 +990,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
         goto err_release_quiet;
     }
 
-    /* contexts: a scalable endpoint where the provider has one, else plain
-     * endpoints sharing the domain and address vector */
-    use_sep = !component->disable_sep && info->domain_attr->max_ep_tx_ctx > 1
-              && info->domain_attr->max_ep_rx_ctx > 1;
-    max_ctx = use_sep ? mca_btl_ofi_min(info->domain_attr->max_ep_tx_ctx,
-                                        info->domain_attr->max_ep_rx_ctx)
-                      : mca_btl_ofi_min(info->domain_attr->ep_cnt, info->domain_attr->cq_cnt);
-    max_ctx = mca_btl_ofi_min(max_ctx, (size_t) MCA_BTL_OFI_MAX_CONTEXTS);
-    count = component->num_contexts_per_module;
-    if ((size_t) count > max_ctx) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "too many contexts", true, opal_process_info.nodename,
-                       count, info->fabric_attr->prov_name, (int) max_ctx,
-                       use_sep ? "scalable endpoint contexts" : "endpoints", (int) max_ctx);
-        count = (int) max_ctx;
-        /* the MPI_T cvar then tells what is in use */
-        component->num_contexts_per_module = count;
-    }
-
+    count = mca_btl_ofi_context_count(info, &use_sep);
     if (use_sep) {
         av_attr.rx_ctx_bits = MCA_BTL_OFI_RX_CTX_BITS;
     }
@@ -844,41 +1007,14 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
             goto err_release;
         }
     }
-    if (!two_sided) {
-        module->super.btl_flags &= ~MCA_BTL_FLAGS_SEND;
-    } else {
-        module->super.btl_alloc = mca_btl_ofi_alloc;
-        module->super.btl_free = mca_btl_ofi_free;
-        module->super.btl_prepare_src = mca_btl_ofi_prepare_src;
-        module->super.btl_send = mca_btl_ofi_send;
-        module->super.btl_sendi = mca_btl_ofi_sendi;
-    }
-    if (MCA_BTL_OFI_MODE_TWO_SIDED == component->mode) {
-        module->super.btl_flags &= ~(MCA_BTL_FLAGS_RDMA | MCA_BTL_FLAGS_ATOMIC_OPS
-                                     | MCA_BTL_FLAGS_ATOMIC_FOPS | MCA_BTL_FLAGS_RDMA_FLUSH);
-    }
+    mca_btl_ofi_module_entry_points(module, two_sided);
 
-    rc = mca_btl_ofi_contexts_create(module, count, use_sep);
+    rc = mca_btl_ofi_module_contexts(module, count, use_sep);
     if (OPAL_SUCCESS != rc) {
         goto err_release;
     }
-
-    resources.cache_name = "btl_ofi";
-    resources.reg_data = module;
-    resources.sizeof_reg = sizeof(mca_btl_ofi_reg_t);
-    resources.register_mem = mca_btl_ofi_rcache_register;
-    resources.deregister_mem = mca_btl_ofi_rcache_deregister;
-    module->rcache = mca_rcache_base_module_create("grdma", module, &resources);
-    if (NULL == module->rcache) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "cannot create the grdma registration cache");
-        goto err_release;
-    }
-    rc = opal_free_list_init(&module->exposed_regs, sizeof(mca_btl_ofi_reg_t), opal_cache_line_size,
-                             OBJ_CLASS(mca_btl_ofi_reg_t), 0, opal_cache_line_size, 16, -1, 16,
-                             NULL, 0, NULL, NULL, NULL);
+    rc = mca_btl_ofi_module_regs(module);
     if (OPAL_SUCCESS != rc) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "cannot create the registration free list");
         goto err_release;
     }
 
@@ -900,24 +1036,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
             goto err_release;
         }
     }
-
-    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                        "provider %s domain %s: %d context(s) on %s, %s progress, mr_mode %s%s, "
-                        "key size %zu, atomic flags 0x%x%s%s",
-                        info->fabric_attr->prov_name, info->domain_attr->name, count,
-                        use_sep ? "a scalable endpoint" : "plain endpoints",
-                        FI_PROGRESS_MANUAL == info->domain_attr->data_progress ? "manual" : "auto",
-                        module->virt_addr ? "virtual addresses" : "offsets",
-                        module->prov_key ? " with provider keys" : " with requested keys",
-                        info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
-                        module->amo_emulated ? " (emulated by the target)" : "",
-                        module->rma_emulated ? ", puts and gets as messages" : "");
-    if (module->rma_emulated) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                            "provider %s: puts and gets carried as messages of %zu data bytes "
-                            "(btl_ofi_emulate_rma)",
-                            info->fabric_attr->prov_name, module->rma_chunk);
-    }
+    mca_btl_ofi_module_describe(module, info, count, use_sep);
     return OPAL_SUCCESS;
 
 err_release:

@@ -17,32 +17,15 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_rails.h"
+#include "btl_ofi_seq.h"
 #include "btl_ofi_rdma.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "opal/util/proc.h"
-
-mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
-                                                     mca_btl_ofi_module_t *rail)
-{
-    mca_btl_ofi_endpoint_t *peer = endpoint->rail_peers[rail->rail];
-
-    if (OPAL_LIKELY(NULL != peer)) {
-        return peer;
-    }
-    MCA_BTL_OFI_LOCK(&rail->lock);
-    if (OPAL_SUCCESS
-        != opal_hash_table_get_value_uint64(
-            &rail->endpoints_by_proc, (uint64_t) (uintptr_t) endpoint->proc, (void **) &peer)) {
-        peer = NULL;
-    }
-    MCA_BTL_OFI_UNLOCK(&rail->lock);
-    endpoint->rail_peers[rail->rail] = peer; /* racing threads store the same */
-    return peer;
-}
 
 /*
  * Rail failover. A peer whose host does not answer on one rail may still
@@ -72,13 +55,15 @@ static bool mca_btl_ofi_rail_failover(mca_btl_ofi_module_t *module,
 
     module->link_failed = true;
     mca_btl_ofi_seq_ack_again(module);
-    if (NULL == endpoint->detour) {
-        endpoint->detour_module = rail;
+    if (NULL == endpoint->rail.detour) {
+        endpoint->rail.detour_module = rail;
         opal_atomic_wmb();
-        endpoint->detour = peer;
+        endpoint->rail.detour = peer;
     }
-    rdma = mca_btl_ofi_rdma_move(module, endpoint, endpoint->detour_module, endpoint->detour);
-    msgs = mca_btl_ofi_frags_move(module, endpoint, endpoint->detour_module, endpoint->detour);
+    rdma = mca_btl_ofi_rdma_move(module, endpoint, endpoint->rail.detour_module,
+                                 endpoint->rail.detour);
+    msgs = mca_btl_ofi_frags_move(module, endpoint, endpoint->rail.detour_module,
+                                  endpoint->rail.detour);
     if (msgs < 0) {
         return false;
     }
@@ -97,20 +82,20 @@ static bool mca_btl_ofi_rail_failover(mca_btl_ofi_module_t *module,
 static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *module,
                                       mca_btl_ofi_endpoint_t *endpoint)
 {
-    mca_btl_ofi_module_t *rail = endpoint->detour_module;
+    mca_btl_ofi_module_t *rail = endpoint->rail.detour_module;
     mca_btl_ofi_rail_cut_t msg;
 
-    if (endpoint->told || !rail->messaging) {
+    if (endpoint->rail.told || !rail->messaging) {
         return; /* told before; or the peer finds out itself, when its traffic stalls */
     }
-    endpoint->told = true;
+    endpoint->rail.told = true;
     memset(&msg, 0, sizeof(msg));
     msg.hdr.type = MCA_BTL_OFI_MSG_RAIL_CUT;
     msg.hdr.origin = mca_btl_ofi_component.my_name;
     msg.hdr.rail = MCA_BTL_OFI_NO_SEQ;
-    msg.rail = (uint32_t) endpoint->peer_rail;
+    msg.rail = (uint32_t) endpoint->rail.peer_rail;
     msg.from_rail = (uint32_t) module->rail;
-    mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(rail), endpoint->detour, &msg, sizeof(msg));
+    mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(rail), endpoint->rail.detour, &msg, sizeof(msg));
 }
 
 /* The peer ENDPOINT of MODULE did not answer a probe: when another rail of
@@ -122,7 +107,7 @@ bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     char here[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN], again[128];
 
-    if (NULL != endpoint->detour) {
+    if (NULL != endpoint->rail.detour) {
         /* failed over before: only what was queued on this rail then can
          * still stand still here */
         if (mca_btl_ofi_rail_failover(module, endpoint, NULL, NULL, NULL, 0)) {
@@ -131,7 +116,7 @@ bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
         snprintf(why, len,
                  "the link of rail %d to it failed earlier (its traffic took rail %d since), and "
                  "an atomic posted on it before that is stuck there",
-                 module->rail, endpoint->detour_module->rail);
+                 module->rail, endpoint->rail.detour_module->rail);
         return false;
     }
     for (int r = 0; r < c->num_modules; ++r) {
@@ -142,13 +127,13 @@ bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
             continue;
         }
         peer = mca_btl_ofi_endpoint_on_rail(endpoint, rail);
-        if (NULL == peer || peer->lost || peer->dead || NULL != peer->detour
-            || 0 == peer->host.ss_family
-            || 0 != mca_btl_ofi_probe_now(&peer->host, MCA_BTL_OFI_SUSPECT_WAIT_MS)) {
+        if (NULL == peer || peer->lost || peer->dead || NULL != peer->rail.detour
+            || 0 == peer->live.host.ss_family
+            || 0 != mca_btl_ofi_probe_now(&peer->live.host, MCA_BTL_OFI_SUSPECT_WAIT_MS)) {
             continue;
         }
-        mca_btl_ofi_host_name(&endpoint->host, here, sizeof(here));
-        mca_btl_ofi_host_name(&peer->host, there, sizeof(there));
+        mca_btl_ofi_host_name(&endpoint->live.host, here, sizeof(here));
+        mca_btl_ofi_host_name(&peer->live.host, there, sizeof(there));
         if (!mca_btl_ofi_rail_failover(module, endpoint, rail, peer, again, sizeof(again))) {
             snprintf(why, len,
                      "its address %s on rail %d does not answer while %s on rail %d does: the "
@@ -197,7 +182,7 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
     endpoint = mca_btl_ofi_endpoint_named(cut, msg.hdr.origin);
     if (NULL != endpoint && !endpoint->lost) {
         why[0] = '\0';
-        if (NULL != endpoint->detour) {
+        if (NULL != endpoint->rail.detour) {
             /* found by us too: only the count below is new */
         } else if (mca_btl_ofi_rail_failover(cut, endpoint, module, live, again, sizeof(again))) {
             opal_output(0,
@@ -225,4 +210,37 @@ void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf,
         OBJ_RELEASE(endpoint);
     }
     OBJ_RELEASE(live);
+}
+
+/* The periodic look at the peers (from the progress callback), and what
+ * follows from it: a peer whose host does not answer on this rail while
+ * it does on another has its link cut (the rail failover above); any
+ * other lost peer is named and the job ends; a same-host peer found gone
+ * is named if work of ours waits on it. With several rails, what peers
+ * sent while traffic paused is acknowledged now, not 32 messages later:
+ * they keep copies until then. */
+void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_verdicts_t v;
+
+    if (!mca_btl_ofi_peers_scan(module, &v)) {
+        return;
+    }
+    for (int i = 0; i < v.nlost; ++i) {
+        mca_btl_ofi_endpoint_t *peer = v.lost[i];
+
+        if (ECONNREFUSED != v.errs[i] && !peer->lost
+            && mca_btl_ofi_rail_cut(module, peer, v.why[i], sizeof(v.why[i]))) {
+            continue;
+        }
+        peer->dead = true;
+        mca_btl_ofi_endpoint_lost(module, peer, v.why[i]);
+    }
+    if (NULL != v.dead && mca_btl_ofi_owed(module, v.dead)) {
+        (void) mca_btl_ofi_endpoint_check(module, v.dead);
+    }
+    mca_btl_ofi_verdicts_free(&v);
+    if (module->track) {
+        mca_btl_ofi_seq_ack_due(module);
+    }
 }

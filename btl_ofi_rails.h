@@ -9,10 +9,6 @@
 
 BEGIN_C_DECLS
 
-/** The same peer's endpoint on another rail of ours, or NULL when that
- * rail does not reach it. Looked up once, then kept with the endpoint. */
-mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
-                                                     mca_btl_ofi_module_t *rail);
 /* ENDPOINT's host stopped answering on MODULE's rail: when another rail of
  * ours still reaches it, fail over to that rail and return true; else
  * false (the caller declares the peer lost). WHY (LEN bytes) receives the
@@ -23,6 +19,9 @@ bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *
  * is cut (received on another rail, CONTEXT's): our traffic to it leaves
  * that rail too (see mca_btl_ofi_rail_cut). */
 void mca_btl_ofi_rail_cut_heard(mca_btl_ofi_context_t *context, const void *buf, size_t len);
+
+/* Look at the peers and act on what is found (btl_ofi_rails.c). */
+void mca_btl_ofi_peers_check(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

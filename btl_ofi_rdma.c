@@ -20,45 +20,6 @@
 #include "opal/util/error.h"
 #include "opal/util/proc.h"
 
-static void mca_btl_ofi_completion_construct(mca_btl_ofi_completion_t *comp)
-{
-    memset(&comp->op, 0, sizeof(comp->op));
-    comp->op.kind = MCA_BTL_OFI_OP_RDMA;
-    comp->cbfunc = NULL;
-    OBJ_CONSTRUCT(&comp->track_item, opal_list_item_t);
-    comp->tracked = false;
-    comp->remote_handle = NULL;
-}
-
-static void mca_btl_ofi_completion_destruct(mca_btl_ofi_completion_t *comp)
-{
-    OBJ_DESTRUCT(&comp->track_item);
-}
-
-OBJ_CLASS_INSTANCE(mca_btl_ofi_completion_t, opal_free_list_item_t,
-                   mca_btl_ofi_completion_construct, mca_btl_ofi_completion_destruct);
-
-bool mca_btl_ofi_untrack(mca_btl_ofi_completion_t *comp)
-{
-    mca_btl_ofi_context_t *context = comp->context;
-    bool moved;
-
-    /* under the lock: the rail's failover may be moving it right now */
-    MCA_BTL_OFI_LOCK(&context->lock);
-    moved = MCA_BTL_OFI_OP_MOVED == comp->op.kind;
-    if (comp->tracked) {
-        opal_list_remove_item(&context->tracked, &comp->track_item);
-        comp->tracked = false;
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (moved) {
-        /* counted as complete when it was moved */
-        comp->op.kind = MCA_BTL_OFI_OP_RDMA;
-        opal_free_list_return(&context->completions, &comp->super);
-    }
-    return moved;
-}
-
 /* Take off CONTEXT (locked) every put and get of FROM, parked or in
  * flight, onto OUT. One in flight stays the provider's until it completes
  * (if ever): it becomes MOVED, given back by that completion. */
@@ -150,10 +111,8 @@ int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completi
     mca_btl_ofi_inflight(context, endpoint, -1);
     opal_free_list_return(&context->completions, &comp->super);
 
-    if (-FI_EAGAIN == rc) {
-        /* the provider's queues are full: make room, let the caller retry */
-        (void) mca_btl_ofi_context_progress(context);
-    }
+    /* -FI_EAGAIN (the provider's queues are full) becomes
+     * OPAL_ERR_OUT_OF_RESOURCE: the caller progresses, which makes room */
     return mca_btl_ofi_post_refused_at(context->module, endpoint, call, rc, file, line);
 }
 
@@ -194,39 +153,6 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
 
 /* ------------------------------------------------------------------ rails */
 
-static void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                                  void *local_address,
-                                  mca_btl_base_registration_handle_t *local_handle, void *context,
-                                  void *cbdata, int status)
-{
-    mca_btl_ofi_completion_t *whole = (mca_btl_ofi_completion_t *) context;
-    (void) btl;
-    (void) endpoint;
-    (void) local_address;
-    (void) local_handle;
-    (void) cbdata;
-
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != status)) {
-        whole->parts_status = status;
-    }
-    if (0 == opal_atomic_add_fetch_32(&whole->parts_left, -1)) {
-        mca_btl_ofi_context_t *owner = whole->context;
-
-        /* the whole was counted on its context only (see
-         * mca_btl_ofi_rdma_split), and never tracked */
-        mca_btl_ofi_completion_run(whole, whole->parts_status);
-        mca_btl_ofi_add64(&owner->outstanding, -1);
-    }
-}
-
-mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_completion_t *comp)
-{
-    if (mca_btl_ofi_part_done == comp->cbfunc) {
-        return ((const mca_btl_ofi_completion_t *) comp->cbcontext)->cbfunc;
-    }
-    return comp->cbfunc;
-}
-
 /*
  * A large put or get split in page-aligned parts over every rail that
  * reaches the peer (this one among them), each part in proportion to its
@@ -235,22 +161,26 @@ mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_compl
  * of that rail waits for every part, each remotely complete on its own
  * rail. OPAL_ERR_NOT_AVAILABLE: fewer than two rails reach the peer.
  */
-static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                                  mca_btl_ofi_endpoint_t *endpoint, int kind, void *local_address,
-                                  uint64_t remote_address,
-                                  mca_btl_base_registration_handle_t *local_handle,
-                                  mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
-                                  void *cbdata)
+/* One part of a split transfer: its rail, the peer's endpoint there, the
+ * context and completion object it is posted with, its bytes. */
+typedef struct mca_btl_ofi_part_t {
+    mca_btl_ofi_module_t *rail;
+    mca_btl_ofi_endpoint_t *ep;
+    mca_btl_ofi_context_t *ctx;
+    mca_btl_ofi_completion_t *comp;
+    size_t off, len;
+} mca_btl_ofi_part_t;
+
+/* The rails that reach ENDPOINT's peer (MODULE's among them) and each
+ * one's share of SIZE bytes, into PARTS; how many, below 2 when the
+ * transfer cannot be split. */
+static int mca_btl_ofi_split_plan(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                  size_t size, mca_btl_ofi_part_t *parts)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    mca_btl_ofi_completion_t *whole, *parts[MCA_BTL_OFI_MAX_RAILS];
-    mca_btl_ofi_context_t *ctxs[MCA_BTL_OFI_MAX_RAILS];
-    mca_btl_ofi_endpoint_t *eps[MCA_BTL_OFI_MAX_RAILS];
-    mca_btl_ofi_module_t *rails[MCA_BTL_OFI_MAX_RAILS];
-    size_t offs[MCA_BTL_OFI_MAX_RAILS], lens[MCA_BTL_OFI_MAX_RAILS], off = 0;
+    size_t off = 0;
     double total = 0;
-    int n = 0, m = 0, i;
+    int n = 0, m = 0;
 
     for (int r = 0; r < c->num_modules; ++r) {
         mca_btl_ofi_module_t *rail = c->modules[r];
@@ -260,48 +190,98 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
             continue;
         }
         peer = rail == module ? endpoint : mca_btl_ofi_endpoint_on_rail(endpoint, rail);
-        if (NULL != peer && !peer->dead && !peer->lost && NULL == peer->detour) {
-            rails[n] = rail;
-            eps[n++] = peer;
+        if (NULL != peer && !peer->dead && !peer->lost && NULL == peer->rail.detour) {
+            parts[n].rail = rail;
+            parts[n++].ep = peer;
             total += rail->super.btl_bandwidth; /* at least 1 (mca_btl_ofi_rail_speed) */
         }
     }
     if (n < 2) {
-        return OPAL_ERR_NOT_AVAILABLE;
+        return n;
     }
     /* the parts, page-aligned shares rounded down (so never past the
      * end), rails whose share rounds to nothing left out; the last rail
      * takes the rest, never nothing as its own share was rounded off */
     for (int r = 0; r < n; ++r) {
-        size_t len = r == n - 1 ? size - off
-                                : (size_t) ((double) size * rails[r]->super.btl_bandwidth / total)
-                                      & ~(size_t) 4095;
+        size_t len = r == n - 1
+                         ? size - off
+                         : (size_t) ((double) size * parts[r].rail->super.btl_bandwidth / total)
+                               & ~(size_t) 4095;
 
         if (0 == len) {
             continue;
         }
-        rails[m] = rails[r];
-        eps[m] = eps[r];
-        offs[m] = off;
-        lens[m++] = len;
+        parts[m].rail = parts[r].rail;
+        parts[m].ep = parts[r].ep;
+        parts[m].off = off;
+        parts[m++].len = len;
         off += len;
     }
-    n = m;
+    return m;
+}
+
+/* Post every part (each counted in flight for its own peer endpoint); a
+ * part refused for good completes with the error, which the whole takes. */
+static void mca_btl_ofi_split_post(mca_btl_ofi_part_t *parts, int n, int kind,
+                                   uint64_t remote_address,
+                                   mca_btl_base_registration_handle_t *remote_handle)
+{
+    for (int i = 0; i < n; ++i) {
+        mca_btl_ofi_part_t *p = parts + i;
+        ssize_t rc;
+
+        p->comp->remote_handle = remote_handle;
+        mca_btl_ofi_inflight(p->ctx, p->ep, 1);
+        if (OPAL_UNLIKELY(p->rail->rma_emulated)) {
+            mca_btl_ofi_rma_emulate(p->rail, p->ctx, p->comp, kind, p->len, remote_address + p->off,
+                                    remote_handle);
+            continue;
+        }
+        MCA_BTL_OFI_LOCK(&p->ctx->lock);
+        rc = mca_btl_ofi_rma_start(
+            p->ctx, p->comp, kind, p->len,
+            mca_btl_ofi_remote_addr(p->rail, remote_address + p->off, remote_handle),
+            mca_btl_ofi_rkey(p->ep, remote_handle));
+        MCA_BTL_OFI_UNLOCK(&p->ctx->lock);
+        if (OPAL_UNLIKELY(0 != rc)) {
+            (void) mca_btl_ofi_post_refused(p->rail, p->ep, mca_btl_ofi_rma_call(kind), rc);
+            mca_btl_ofi_completion_finish(p->comp, OPAL_ERROR);
+        }
+    }
+}
+
+static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                                  mca_btl_ofi_endpoint_t *endpoint, int kind, void *local_address,
+                                  uint64_t remote_address,
+                                  mca_btl_base_registration_handle_t *local_handle,
+                                  mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                                  mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
+                                  void *cbdata)
+{
+    mca_btl_ofi_part_t parts[MCA_BTL_OFI_MAX_RAILS];
+    mca_btl_ofi_completion_t *whole;
+    int n = mca_btl_ofi_split_plan(module, endpoint, size, parts);
+
+    if (n < 2) {
+        return OPAL_ERR_NOT_AVAILABLE;
+    }
     whole = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
                                          local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == whole)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    for (i = 0; i < n; ++i) {
-        ctxs[i] = rails[i] == module ? context : mca_btl_ofi_context_get(rails[i]);
+    for (int i = 0; i < n; ++i) {
+        mca_btl_ofi_part_t *p = parts + i;
+
+        p->ctx = p->rail == module ? context : mca_btl_ofi_context_get(p->rail);
         /* the local region is registered in the caller's rail only; no
          * provider we take needs a local descriptor (FI_MR_LOCAL) */
-        parts[i] = mca_btl_ofi_completion_alloc(
-            &rails[i]->super, ctxs[i], eps[i], (char *) local_address + offs[i],
-            rails[i] == module ? local_handle : NULL, mca_btl_ofi_part_done, whole, NULL);
-        if (OPAL_UNLIKELY(NULL == parts[i])) {
+        p->comp = mca_btl_ofi_completion_alloc(
+            &p->rail->super, p->ctx, p->ep, (char *) local_address + p->off,
+            p->rail == module ? local_handle : NULL, mca_btl_ofi_part_done, whole, NULL);
+        if (OPAL_UNLIKELY(NULL == p->comp)) {
             while (i-- > 0) {
-                opal_free_list_return(&ctxs[i]->completions, &parts[i]->super);
+                opal_free_list_return(&parts[i].ctx->completions, &parts[i].comp->super);
             }
             opal_free_list_return(&context->completions, &whole->super);
             return OPAL_ERR_OUT_OF_RESOURCE;
@@ -312,28 +292,7 @@ static int mca_btl_ofi_rdma_split(mca_btl_ofi_module_t *module, mca_btl_ofi_cont
     /* the whole counts for flush on its context; each part counts for its
      * own peer endpoint (what is in flight on a rail's link) */
     mca_btl_ofi_add64(&context->outstanding, 1);
-    for (i = 0; i < n; ++i) {
-        ssize_t rc;
-
-        parts[i]->remote_handle = remote_handle;
-        mca_btl_ofi_inflight(ctxs[i], eps[i], 1);
-        if (OPAL_UNLIKELY(rails[i]->rma_emulated)) {
-            mca_btl_ofi_rma_emulate(rails[i], ctxs[i], parts[i], kind, lens[i],
-                                    remote_address + offs[i], remote_handle);
-            continue;
-        } else {
-            MCA_BTL_OFI_LOCK(&ctxs[i]->lock);
-            rc = mca_btl_ofi_rma_start(
-                ctxs[i], parts[i], kind, lens[i],
-                mca_btl_ofi_remote_addr(rails[i], remote_address + offs[i], remote_handle),
-                mca_btl_ofi_rkey(eps[i], remote_handle));
-            MCA_BTL_OFI_UNLOCK(&ctxs[i]->lock);
-        }
-        if (OPAL_UNLIKELY(0 != rc)) {
-            (void) mca_btl_ofi_post_refused(rails[i], eps[i], mca_btl_ofi_rma_call(kind), rc);
-            mca_btl_ofi_completion_finish(parts[i], OPAL_ERROR);
-        }
-    }
+    mca_btl_ofi_split_post(parts, n, kind, remote_address, remote_handle);
     return OPAL_SUCCESS;
 }
 

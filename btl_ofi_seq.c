@@ -49,15 +49,15 @@ ssize_t mca_btl_ofi_seq_send(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t 
     ssize_t rc;
 
     if (number) {
-        MCA_BTL_OFI_LOCK(&endpoint->seq_lock);
-        if ((int32_t) (endpoint->tx_seq - endpoint->tx_acked) >= MCA_BTL_OFI_SEQ_WINDOW) {
+        MCA_BTL_OFI_LOCK(&endpoint->seq.lock);
+        if ((int32_t) (endpoint->seq.tx_seq - endpoint->seq.tx_acked) >= MCA_BTL_OFI_SEQ_WINDOW) {
             /* the peer would not know a number this far ahead: wait for its
              * acknowledgement (progress posts it then, from the queue) */
-            MCA_BTL_OFI_UNLOCK(&endpoint->seq_lock);
+            MCA_BTL_OFI_UNLOCK(&endpoint->seq.lock);
             return -FI_EAGAIN;
         }
-        frag->hdr->rail = (uint8_t) endpoint->peer_rail;
-        frag->hdr->seq = endpoint->tx_seq;
+        frag->hdr->rail = (uint8_t) endpoint->rail.peer_rail;
+        frag->hdr->seq = endpoint->seq.tx_seq;
     }
     rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
              ? -FI_EIO
@@ -65,9 +65,9 @@ ssize_t mca_btl_ofi_seq_send(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t 
                        &frag->op.ofi_ctx);
     if (number) {
         if (OPAL_LIKELY(0 == rc)) {
-            ++endpoint->tx_seq;
+            ++endpoint->seq.tx_seq;
         }
-        MCA_BTL_OFI_UNLOCK(&endpoint->seq_lock);
+        MCA_BTL_OFI_UNLOCK(&endpoint->seq.lock);
     }
     if (OPAL_LIKELY(0 == rc) && !copy) {
         frag->state = MCA_BTL_OFI_FRAG_SENT;
@@ -112,18 +112,18 @@ void mca_btl_ofi_seq_keep(mca_btl_ofi_frag_t *keep)
     mca_btl_ofi_endpoint_t *endpoint = keep->endpoint;
     bool acked, resend = false;
 
-    MCA_BTL_OFI_LOCK(&endpoint->seq_lock);
+    MCA_BTL_OFI_LOCK(&endpoint->seq.lock);
     /* the acknowledgement may come before the completion */
-    acked = (int32_t) (keep->hdr->seq - endpoint->tx_acked) < 0;
+    acked = (int32_t) (keep->hdr->seq - endpoint->seq.tx_acked) < 0;
     if (!acked) {
         /* read under the lock that failover takes to empty `unacked' */
-        resend = NULL != endpoint->detour;
+        resend = NULL != endpoint->rail.detour;
         if (!resend) {
             keep->state = MCA_BTL_OFI_FRAG_KEPT;
-            opal_list_append(&endpoint->unacked, &keep->base.super.super);
+            opal_list_append(&endpoint->seq.unacked, &keep->base.super.super);
         }
     }
-    MCA_BTL_OFI_UNLOCK(&endpoint->seq_lock);
+    MCA_BTL_OFI_UNLOCK(&endpoint->seq.lock);
     if (acked) {
         keep->state = MCA_BTL_OFI_FRAG_PLAIN;
         opal_free_list_return(&keep->home->frags, &keep->base.super);
@@ -245,9 +245,9 @@ int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t 
         MCA_BTL_OFI_UNLOCK(&context->lock);
     }
     /* complete but not acknowledged: they may be lost with the link */
-    MCA_BTL_OFI_LOCK(&from->seq_lock);
-    opal_list_join(&copies, opal_list_get_end(&copies), &from->unacked);
-    MCA_BTL_OFI_UNLOCK(&from->seq_lock);
+    MCA_BTL_OFI_LOCK(&from->seq.lock);
+    opal_list_join(&copies, opal_list_get_end(&copies), &from->seq.unacked);
+    MCA_BTL_OFI_UNLOCK(&from->seq.lock);
     again = (int) opal_list_get_size(&copies);
 
     /* an orphan's copy carries it now: the pml hears it was sent */
@@ -299,7 +299,7 @@ static void mca_btl_ofi_seq_ack(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoi
     ack.hdr.type = MCA_BTL_OFI_MSG_ACK;
     ack.hdr.rail = MCA_BTL_OFI_NO_SEQ;
     ack.hdr.origin = mca_btl_ofi_component.my_name;
-    ack.rail = (uint32_t) endpoint->peer_rail;
+    ack.rail = (uint32_t) endpoint->rail.peer_rail;
     ack.base = base;
     mca_btl_ofi_detour(&module, &endpoint);
     mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(module), endpoint, &ack, sizeof(ack));
@@ -448,8 +448,9 @@ void mca_btl_ofi_seq_ack_due(mca_btl_ofi_module_t *module)
 }
 
 /* The peer acknowledged numbered messages of ours: forget them. */
-void mca_btl_ofi_seq_acked(const void *buf, size_t len)
+void mca_btl_ofi_seq_acked(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
+    (void) context;
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     mca_btl_ofi_endpoint_t *endpoint;
     opal_list_item_t *item, *next;
@@ -465,18 +466,18 @@ void mca_btl_ofi_seq_acked(const void *buf, size_t len)
         return;
     }
     OBJ_CONSTRUCT(&done, opal_list_t);
-    MCA_BTL_OFI_LOCK(&endpoint->seq_lock);
-    if ((int32_t) (ack.base - endpoint->tx_acked) > 0
-        && (int32_t) (endpoint->tx_seq - ack.base) >= 0) {
-        endpoint->tx_acked = ack.base;
-        OPAL_LIST_FOREACH_SAFE (item, next, &endpoint->unacked, opal_list_item_t) {
+    MCA_BTL_OFI_LOCK(&endpoint->seq.lock);
+    if ((int32_t) (ack.base - endpoint->seq.tx_acked) > 0
+        && (int32_t) (endpoint->seq.tx_seq - ack.base) >= 0) {
+        endpoint->seq.tx_acked = ack.base;
+        OPAL_LIST_FOREACH_SAFE (item, next, &endpoint->seq.unacked, opal_list_item_t) {
             if ((int32_t) (((mca_btl_ofi_frag_t *) item)->hdr->seq - ack.base) < 0) {
-                opal_list_remove_item(&endpoint->unacked, item);
+                opal_list_remove_item(&endpoint->seq.unacked, item);
                 opal_list_append(&done, item);
             }
         }
     }
-    MCA_BTL_OFI_UNLOCK(&endpoint->seq_lock);
+    MCA_BTL_OFI_UNLOCK(&endpoint->seq.lock);
     while (NULL != (item = opal_list_remove_first(&done))) {
         mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
 

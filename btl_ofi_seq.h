@@ -32,7 +32,24 @@ void mca_btl_ofi_seq_keep(mca_btl_ofi_frag_t *keep);
  * one already taken. */
 bool mca_btl_ofi_seq_accept(const mca_btl_ofi_msg_hdr_t *hdr);
 /* A peer's acknowledgement (MCA_BTL_OFI_MSG_ACK). */
-void mca_btl_ofi_seq_acked(const void *buf, size_t len);
+void mca_btl_ofi_seq_acked(mca_btl_ofi_context_t *context, const void *buf, size_t len);
+
+/* FROM's link (MODULE's rail) failed: post on TO (TO_MODULE's endpoint
+ * for the same peer) every message for FROM that may not have arrived:
+ * copies of the numbered ones in flight or not yet acknowledged, which
+ * keep their numbers, then the fragments and replies still queued.
+ * Returns how many were sent again (the numbered ones), -1 when one could
+ * not be copied (out of memory). */
+int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
+                           mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
+
+/* Acknowledge what peers numbered to MODULE's rail and we have not
+ * acknowledged yet (several rails; from the periodic peer check). */
+void mca_btl_ofi_seq_ack_due(mca_btl_ofi_module_t *module);
+/* A link of MODULE's rail failed: an acknowledgement sent on it may be
+ * lost, so the next mca_btl_ofi_seq_ack_due sends each again (over the
+ * detour where there is one). */
+void mca_btl_ofi_seq_ack_again(mca_btl_ofi_module_t *module);
 
 END_C_DECLS
 

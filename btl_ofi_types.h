@@ -188,21 +188,10 @@ typedef struct mca_btl_ofi_context_t {
 
 struct mca_btl_ofi_module_t;
 
-/** Per-peer state. */
-struct mca_btl_base_endpoint_t {
-    opal_list_item_t super;
-    struct opal_proc_t *proc;
-    /* address used by local context i to reach this peer */
-    fi_addr_t *addrs;
-    bool lost; /* reported to the upper layer as unreachable */
-    /* the process behind it is known to be gone: operations to it fail at
-     * once instead of waiting on a provider that may never complete them */
-    volatile bool dead;
+/** Who a peer is and whether it lives (btl_ofi_liveness.c). */
+typedef struct mca_btl_ofi_ep_live_t {
     bool checkable; /* shares our host: pid and start_time can be checked */
-    /* our operations to it posted and completed (atomic): work is owed to
-     * it while they differ, and it is stalled while `completed' stands */
-    volatile int64_t posted;
-    volatile int64_t completed;
+    bool suspect;   /* an error without a clear cause: probe it at the next check */
     uint32_t pid;
     uint64_t start_time;
     /* its liveness listener (IP providers; family 0 otherwise), and when
@@ -212,46 +201,77 @@ struct mca_btl_base_endpoint_t {
     double stall_began; /* since when nothing completed, for the report */
     double stall_since; /* since the last probe (or stall_began) */
     double probe_wait;  /* stall before the next probe: doubles while it answers */
-    bool suspect;       /* an error without a clear cause: probe it at the next check */
     double probed_at;   /* when a failed operation last probed it at once */
+    /* our liveness connection to its listener (a peer on another host we
+     * posted to), and how far it got */
+    int fd;
+    int state;
+} mca_btl_ofi_ep_live_t;
+
+/** Where a peer is reached among the rails (btl_ofi_rails.c). */
+typedef struct mca_btl_ofi_ep_rail_t {
     /* the peer's rail this endpoint talks to (index of its keys in the
      * peer's registration handles), and the same peer's endpoints on our
      * other rails, found when a transfer is first split over them */
     int peer_rail;
     size_t peer_key_offset; /* where that rail's key is in a registration handle */
-    struct mca_btl_base_endpoint_t *rail_peers[MCA_BTL_OFI_MAX_RAILS];
-    /* the operation context of every put to this peer posted without a
-     * callback (osc/rdma's, flushed later): its completion only has to be
-     * counted, so it needs no object of its own. Shared by all such puts
-     * in flight, which is allowed only when the provider keeps nothing in
-     * it (no FI_CONTEXT mode: module->bare_limit) */
-    mca_btl_ofi_op_t bare;
+    struct mca_btl_base_endpoint_t *peers[MCA_BTL_OFI_MAX_RAILS];
     /* this rail's link to the peer failed while another rail reaches it:
      * every operation for it takes that rail's endpoint instead (set once,
      * detour_module first) */
     struct mca_btl_base_endpoint_t *volatile detour;
     struct mca_btl_ofi_module_t *detour_module;
     bool told; /* the peer was sent our notice of that failure */
-    /* With several rails (module->track), the numbered messages of this
-     * rail's link, so that none is lost or taken twice when it fails
-     * (btl_ofi_frag.c). Ours to the peer: the next number, the first the
-     * peer has not acknowledged, and those completed but not acknowledged
-     * (kept to be sent again). Under seq_lock, which is taken last. What
-     * the peer numbered to us is its module's (seq_in), as a message may
-     * come before its endpoint exists. */
-    opal_mutex_t seq_lock;
+} mca_btl_ofi_ep_rail_t;
+
+/** With several rails (module->track), the numbered messages of this
+ * rail's link, so that none is lost or taken twice when it fails
+ * (btl_ofi_seq.c). Ours to the peer: the next number, the first the peer
+ * has not acknowledged, and those completed but not acknowledged (kept to
+ * be sent again). Under lock, which is taken last. What the peer numbered
+ * to us is its module's (seq_in), as a message may come before its
+ * endpoint exists. */
+typedef struct mca_btl_ofi_ep_seq_t {
+    opal_mutex_t lock;
     uint32_t tx_seq;
     uint32_t tx_acked;
     opal_list_t unacked;
-    /* emulated puts and gets to it (module->rma_emulated): messages that
-     * may still be in flight without overrunning its receive side, and
-     * the operations waiting to send more, under the module lock */
-    int32_t emu_credits;
-    opal_list_t emu_waiting;
-    /* our liveness connection to its listener (a peer on another host we
-     * posted to), and how far it got (btl_ofi_endpoint.c) */
-    int live_fd;
-    int live_state;
+} mca_btl_ofi_ep_seq_t;
+
+/** Emulated puts and gets to a peer (module->rma_emulated,
+ * btl_ofi_emulate.c): messages that may still be in flight without
+ * overrunning its receive side, and the operations waiting to send more,
+ * under the module lock. */
+typedef struct mca_btl_ofi_ep_emu_t {
+    int32_t credits;
+    opal_list_t waiting;
+} mca_btl_ofi_ep_emu_t;
+
+/** Per-peer state: what every operation reads first, then one part per
+ * concern. */
+struct mca_btl_base_endpoint_t {
+    opal_list_item_t super;
+    struct opal_proc_t *proc;
+    /* address used by local context i to reach this peer */
+    fi_addr_t *addrs;
+    bool lost; /* reported to the upper layer as unreachable */
+    /* the process behind it is known to be gone: operations to it fail at
+     * once instead of waiting on a provider that may never complete them */
+    volatile bool dead;
+    /* our operations to it posted and completed (atomic): work is owed to
+     * it while they differ, and it is stalled while `completed' stands */
+    volatile int64_t posted;
+    volatile int64_t completed;
+    /* the operation context of every put to this peer posted without a
+     * callback (osc/rdma's, flushed later): its completion only has to be
+     * counted, so it needs no object of its own. Shared by all such puts
+     * in flight, which is allowed only when the provider keeps nothing in
+     * it (no FI_CONTEXT mode: module->bare_limit) */
+    mca_btl_ofi_op_t bare;
+    mca_btl_ofi_ep_rail_t rail;
+    mca_btl_ofi_ep_live_t live;
+    mca_btl_ofi_ep_seq_t seq;
+    mca_btl_ofi_ep_emu_t emu;
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 typedef mca_btl_base_endpoint_t mca_btl_ofi_endpoint_t;
