@@ -10,7 +10,8 @@
 #  2. before: `ompi_info' lists Debian's btl/ofi (Component v<libopenmpi3's
 #     upstream version>);
 #  3. apt-get install ./the.deb: ompi_info, with no component path set,
-#     lists OUR btl/ofi (Component v<configure.ac's version>), the diversion
+#     lists OUR btl/ofi and coll/ofi (Component v<configure.ac's version>),
+#     the diversion
 #     of libopenmpi3's mca_btl_ofi.so is in place, and the one-sided demo
 #     (examples/osc_demo.c) run with plain mpirun --mca btl ofi,self
 #     --mca osc rdma ends "verified: 0 wrong byte(s) or count(s)" with our
@@ -96,6 +97,7 @@ if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "$deb" >"$logdir/install.
 fi
 with=$(ofi_line)
 divert=$(dpkg-divert --list "$comp")
+coll=$(ompi_info 2>/dev/null | grep -m1 'MCA coll: ofi ' | sed 's/^ *//')
 mpicc -O2 -o "$logdir/osc_demo" "$repo/examples/osc_demo.c" >"$logdir/demo.log" 2>&1
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl ofi,self \
     --mca osc rdma --mca btl_ofi_provider_include shm "$logdir/osc_demo" >>"$logdir/demo.log" 2>&1
@@ -107,13 +109,15 @@ if [[ $with != *"Component v$ours)"* ]]; then
     step FAIL install $t0 "ompi_info lists '$with', not our v$ours"
 elif ((switch > 0 || traces > 0)); then
     step FAIL install $t0 "the package carries the test-only fault switch (ompi_info: $switch parameter line(s), $traces string(s) in $comp): debian/rules must not configure --enable-fault-injection"
+elif [[ $coll != *"Component v$ours)"* ]]; then
+    step FAIL install $t0 "ompi_info lists no coll/ofi v$ours: '${coll:-none}'"
 elif [[ $divert != *"by $pkg"* ]]; then
     step FAIL install $t0 "no diversion of $comp by $pkg: '$divert'"
 elif ((rc != 0)) || ! grep -q "^verified: 0 wrong byte(s) or count(s)" "$logdir/demo.log" ||
     ! grep -q "0\.1\.0\|v$ours" "$logdir/demo.log"; then
     step FAIL install $t0 "the demo with plain mpirun failed (exit code $rc): $(tail -n 3 "$logdir/demo.log" | paste -sd ' ' -)"
 else
-    step PASS install $t0 "ompi_info: '$with' with no component path set; $divert; no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
+    step PASS install $t0 "ompi_info: '$with' and '$coll' with no component path set; $divert; no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
 fi
 
 # 4. removed
@@ -136,7 +140,8 @@ fi
 # 5. purged
 t0=$SECONDS
 dpkg --purge "$pkg" >"$logdir/purge.log" 2>&1
-left=$(ls /usr/share/openmpi/help-btl-ofi.txt "/usr/lib/$multiarch/openmpi-btl-ofi-diverted" 2>/dev/null)
+left=$(ls /usr/share/openmpi/help-btl-ofi.txt /usr/share/openmpi/help-coll-ofi.txt \
+    "${comp%/*}/mca_coll_ofi.so" "/usr/lib/$multiarch/openmpi-btl-ofi-diverted" 2>/dev/null)
 if known; then
     step FAIL purge $t0 "dpkg still knows $pkg: $(dpkg-query -W -f='${Status}' "$pkg")"
 elif [[ -n $left ]]; then

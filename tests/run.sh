@@ -17,6 +17,10 @@
 #     ofi,self only: ping-pong with each protocol forced, unexpected-message
 #     flood, collectives, matching/probe/cancel, one- and two-sided mixed),
 #     one PASS/FAIL line each;
+#  4b'. coll: the cases of tests/coll/run.sh (coll/ofi raised to priority
+#     90 over btl ofi with every provider and over btl vader, 2 and 4 ranks:
+#     every result checked element by element, and proof that coll/ofi
+#     served), one line each;
 #  4c. faults: the cases of tests/faults/run.sh (a peer SIGKILLed in a
 #     passive-target epoch and in a two-sided flood, registration exposure
 #     through the BTL API, injected provider failures, MCA fuzz, ASan,
@@ -47,7 +51,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics sync canary twosided faults hosts badinput threads progress helgrind intree bench package"
+#   TESTS="putget atomics sync canary mcs llist twosided coll faults hosts badinput threads progress helgrind intree bench package"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -72,7 +76,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics sync canary mcs llist twosided faults hosts badinput threads progress helgrind intree bench package}
+TESTS=${TESTS:-putget atomics sync canary mcs llist twosided coll faults hosts badinput threads progress helgrind intree bench package}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -327,6 +331,14 @@ if wanted twosided; then
     run_sub_cases "$here/twosided/run.sh" twosided \
         $(PROVIDERS=$PROVIDERS "$here/twosided/run.sh" --list)
     group_done twosided $g0
+fi
+
+# coll: tests/coll/run.sh (coll/ofi raised over every provider and vader)
+if wanted coll; then
+    g0=$SECONDS
+    run_sub_cases "$here/coll/run.sh" coll \
+        $(PROVIDERS=$PROVIDERS "$here/coll/run.sh" --list)
+    group_done coll $g0
 fi
 
 # faults: tests/faults/run.sh (peer death, registration exposure, injected

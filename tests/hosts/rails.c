@@ -2,8 +2,8 @@
  * rails: bandwidth between two hosts, one-sided and two-sided, for the
  * byte counts of each link (tests/hosts/run.sh rails cases).
  *
- *   rails put|send [-mib M | -kib K] [-n N] [-warm W] [-secs S]
- *   rails amo -secs S
+ *   rails put|send [-mib M | -kib K] [-n N] [-warm W] [-secs S [-stop-file F -tail T]]
+ *   rails amo -secs S [-stop-file F -tail T]
  *                      (defaults 4 MiB, 16 timed transfers, 2 before them)
  *
  * -kib K: transfers of K KiB instead (send -kib 1: eager messages, so
@@ -14,6 +14,11 @@
  * one lost, doubled or stale transfer shows: rank 1 checks every message
  * it receives, or the window against the last put's round. For the rail
  * cut cases, where a link fails while the transfers go on.
+ *
+ * -stop-file F -tail T (with -secs): stop T seconds after file F appears
+ * (the runner creates it the moment it sees the failover), S seconds
+ * after the start at the latest: the traffic after a failover is what a
+ * cut case proves, not the time before it.
  *
  * amo: rank 0 adds 1 to a counter in rank 1's window with
  * MPI_Fetch_and_op for S seconds, each followed by a flush: every fetched
@@ -34,11 +39,38 @@
  */
 #include "../common.h"
 
+#include <unistd.h>
+
 /* every rail in use: the runner may now cut one (rails:PROV:cut cases) */
 static void streaming(void)
 {
     printf("rails: streaming\n");
     fflush(stdout);
+}
+
+static const char *stop_file; /* -stop-file */
+static double stop_tail = 3.0; /* -tail */
+static double stop_seen, stop_checked;
+
+/* Whether rank 0 stops streaming: SECS after T0, or STOP_TAIL seconds
+ * after STOP_FILE appeared (looked for every 50 ms at most). */
+static int rails_over(double t0, double secs)
+{
+    double now = tc_now();
+
+    if (now - t0 >= secs) {
+        return 1;
+    }
+    if (NULL == stop_file) {
+        return 0;
+    }
+    if (0.0 == stop_seen && now - stop_checked >= 0.05) {
+        stop_checked = now;
+        if (0 == access(stop_file, F_OK)) {
+            stop_seen = now;
+        }
+    }
+    return stop_seen > 0.0 && now - stop_seen >= stop_tail;
 }
 
 /* rank 1's window on BUF, in a lock_all epoch every rank has entered */
@@ -63,7 +95,7 @@ static int rails_put_for(unsigned char *buf, size_t len, int warm, double secs, 
     if (0 == tc_rank) {
         unsigned char *src = malloc(len);
         CHECK(NULL != src, "malloc failed");
-        for (int i = -warm; 0 == rounds || tc_now() - *t0 < secs; ++i) {
+        for (int i = -warm; 0 == rounds || !rails_over(*t0, secs); ++i) {
             if (0 == i) {
                 *t0 = tc_now();
                 streaming();
@@ -103,7 +135,7 @@ static int rails_send_for(unsigned char *buf, size_t len, int warm, double secs,
                 *t0 = tc_now();
                 streaming();
             }
-            last = i >= 0 && tc_now() - *t0 >= secs;
+            last = i >= 0 && rails_over(*t0, secs);
             tc_fill(buf, 0, len, ++rounds);
             MPI_CHECK(MPI_Send(buf, (int) len, MPI_BYTE, 1, last, MPI_COMM_WORLD));
         }
@@ -136,7 +168,7 @@ static void rails_amo_for(int warm, double secs)
             if (0 == i) {
                 t0 = tc_now();
                 streaming();
-            } else if (i > 0 && tc_now() - t0 >= secs) {
+            } else if (i > 0 && rails_over(t0, secs)) {
                 break;
             }
             MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_UINT64_T, 1, 0, MPI_SUM, win));
@@ -183,6 +215,10 @@ int main(int argc, char **argv)
             warm = atoi(argv[i + 1]);
         } else if (0 == strcmp(argv[i], "-secs")) {
             secs = atof(argv[i + 1]);
+        } else if (0 == strcmp(argv[i], "-stop-file")) {
+            stop_file = argv[i + 1];
+        } else if (0 == strcmp(argv[i], "-tail")) {
+            stop_tail = atof(argv[i + 1]);
         }
     }
     CHECK(mib >= 1 && n >= 1 && warm >= 0, "-mib and -n must be at least 1, -warm at least 0");

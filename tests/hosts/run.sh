@@ -67,11 +67,15 @@
 #                            _rail1 1000, rail0 must carry 65 to 85 %;
 #                            cut0, cut1 (MODE put, send of 4 MiB, msg:
 #                            sends of 1 KiB, amo: fetch-and-adds): both
-#                            rails streaming (for 15 s, each transfer
+#                            rails streaming (until 3 s after both hosts
+#                            failed over, 60 s at most; each transfer
 #                            checked), then h2's link of rail 0 or 1 cut:
 #                            btl/ofi must name the cut link's address and
 #                            the one that still answers, carry on over
 #                            that rail and end normally, nothing lost
+#   coll:PROV                tests/coll/colltest.c with coll/ofi raised
+#                            (coll_ofi_priority 90) over ofi,self: every
+#                            result checked, coll/ofi must serve
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: rank (the victim,
 #                            rank 3, SIGKILLed; its host lives on), kill
@@ -123,6 +127,7 @@ list_cases() {
         done
         echo "threads:$p"
         echo "roundtrip:$p"
+        echo "coll:$p"
         for m in rma msg; do
             # (udp;ofi_rxd msg: the victim, flooded while it still starts,
             # lost a message of several datagrams with "Truncation error"
@@ -497,23 +502,27 @@ run_rails() { # label prov policy mode log t0
 # the cut one. Each link is the other's module: cutting both ways shows
 # that every rail's peers are watched, not only the first module's. The
 # cut comes as soon as the transfers stream; failover takes 3-4 s (7-8 s
-# for atomics, when the keepalive finds the cut first), so 15 s leave
-# several seconds of traffic on the other rail after it (25 s until
-# 2026-11-26: waiting, not coverage).
+# for atomics, when the keepalive finds the cut first). The transfers go
+# on for 3 s after the runner sees the failover (it creates the job's
+# stop file then: rails -stop-file), 60 s at most: traffic on the other
+# rail after the failover is what is proven, not a fixed time (25 s until
+# 2026-11-26, then 15 s: waiting, not coverage).
 run_rails_cut() { # label prov mode link log t0
     local label=$1 prov=$2 mode=$3 link=$4 log=$5 t0=$6 pid t_cut secs what moved sides i h
     local cut_re="its address 10\.77\.$link\.[12] on rail [01] does not answer while 10\.77\.$((1 - link))\.[12] on rail [01] does: the link of rail [01] is cut or down"
     local over_re="btl/ofi on h[12]: peer \[\[[0-9]+,1\],[01]\] on h[12]: $cut_re; traffic to this peer takes rail [01] from now on"
     local heard_re="btl/ofi on h[12]: peer \[\[[0-9]+,1\],[01]\] on h[12] finds the link between its rail [01] and our rail [01] cut or down; traffic to this peer takes rail [01] from now on"
     local lost_re="btl/ofi on h[12] lost contact with peer \[\[[0-9]+,1\],[01]\] on h[12]: ($cut_re|it finds the link between its rail [01] and our rail [01] cut or down)"
-    local size=(-mib 4) again
+    local size=(-mib 4) again stopf=${log%.log}.stop
     [[ $mode == msg ]] && size=(-kib 1) && mode=send
     [[ $mode == amo ]] && size=()
     : >"$log"
+    rm -f "$stopf"
     OFIRUN_BTLS=ofi,self BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 10 240 bash "$here/hosts.sh" \
         mpirun -np 2 -x BTL_OFI_EXPECT_PROVIDER --map-by node --mca btl_ofi_provider_include "$prov" \
         --mca oob_tcp_if_include "10.77.$((1 - link)).0/24" \
-        "${keepalive[@]}" "$bindir/rails" "$mode" "${size[@]}" -secs 15 </dev/null >>"$log" 2>&1 &
+        "${keepalive[@]}" "$bindir/rails" "$mode" "${size[@]}" -secs 60 -stop-file "$stopf" -tail 3 \
+        </dev/null >>"$log" 2>&1 &
     pid=$!
     if ! await_line "$pid" "$log" '^rails: streaming'; then
         stop_job "$pid"
@@ -527,8 +536,14 @@ run_rails_cut() { # label prov mode link log t0
     echo "==== $(date +%T.%N) cut: h2 rail $link" >>"$log"
     moved=
     for ((i = 0; i < lost_limit * 10; i++)); do
-        if grep -qE "$over_re|$lost_re" "$log"; then
+        if [[ -z $moved ]] && grep -qE "$over_re|$lost_re" "$log"; then
             moved=$(secs_between "$t_cut" "$(date +%s%N)")
+        fi
+        # both hosts left the link (or a peer was declared lost): the
+        # transfers may end 3 s from now
+        if [[ -n $moved ]] && { grep -qE "$lost_re" "$log" ||
+            (($(grep -oE "$over_re|$heard_re" "$log" | grep -oE '^btl/ofi on h[12]' | sort -u | wc -l) >= 2)); }; then
+            touch "$stopf"
             break
         fi
         kill -0 "$pid" 2>/dev/null || break
@@ -580,6 +595,7 @@ run_case() {
     rails) label="hosts $prov rails $a $b" ;;
     threads) label="hosts $prov threads N=2 T=4" ;;
     roundtrip) label="hosts $prov roundtrip: 4000 x put, get, fop, cas, acc + flush, ranks on one core" ;;
+    coll) label="hosts $prov coll/ofi" ;;
     shm) label="hosts shm ${pname//+/,} across hosts" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -635,6 +651,32 @@ run_case() {
         compile roundtrip >>"$log" || { report FAIL "$label" 0 "compiling roundtrip failed" "$log"; return; }
         NP=2 hosts_job "$log" 60 ofi,self "$prov" --map-by node --bind-to core "$bindir/roundtrip" -n 4000
         NP=2 test_timeout=60 judge_job "$label" "$log" $? roundtrip "$t0" "$(grep -m1 -oE 'us per operation \+ flush: .*' "$log")"
+        ;;
+    coll)
+        # coll/ofi raised over our btl across the hosts (tests/coll/colltest.c:
+        # every result checked element by element)
+        if ! mpicc -O2 -Wall -o "$bindir/colltest" "$tests/coll/colltest.c" >>"$log" 2>&1; then
+            report FAIL "$label" 0 "compiling colltest failed" "$log"
+            return
+        fi
+        hosts_job "$log" "$test_timeout" ofi,self "$prov" --mca coll_ofi_priority 90 \
+            --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/colltest" expect-ofi
+        rc=$?
+        local served
+        served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
+        if ((rc == 124 || rc == 137)); then
+            report FAIL "$label" $((SECONDS - t0)) "timed out after ${test_timeout}s (hang?)" "$log"
+        elif [[ -n $(crash_of "$log") ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
+        elif ((rc != 0)) || ! grep -q '^colltest: all checks passed on 4 ranks' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")" "$log"
+        elif ! grep -q 'btl/ofi: candidate .* taken (rail 0)' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "no proof that our btl/ofi ran (its verbose selection line)" "$log"
+        elif ! grep -q 'coll:ofi: serving communicator 0 with 4 ranks over btl ofi' "$log" || [[ -z $served ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "coll/ofi did not serve MPI_COMM_WORLD over btl ofi" "$log"
+        else
+            report PASS "$label" $((SECONDS - t0)) "$served"
+        fi
         ;;
     busy)
         compile busy >>"$log" || { report FAIL "$label" 0 "compiling busy failed" "$log"; return; }

@@ -1,0 +1,167 @@
+/*
+ * coll/ofi: MPI collectives as one-sided RDMA through the BTL 3.1
+ * interface (put, get, fetching atomics, flush), for intra-communicators
+ * whose every rank reaches every peer through one RDMA-capable BTL.
+ *
+ * Every rank of a served communicator owns one registered block:
+ *
+ *   reserved  header (barrier counter, fetch result), then three arrays
+ *             of one 64-bit slot per rank: ready[], credit[] (written by
+ *             peers) and src[] (local sources of the slot writes), then
+ *             one bounce page used as the data cache when
+ *             coll_ofi_cache_pages is 0, then (up to 16 ranks) two sets
+ *             of one 256-byte slot per rank for small allreduces;
+ *   directory every rank's block address and registration handle;
+ *   data      coll_ofi_cache_pages pages that payload moves through.
+ *
+ * The layout is the same on every rank, so a peer's slot is its block
+ * address (from the directory) plus the same offset as ours.
+ *
+ * Slots hold step numbers.  Every served call advances the module's step
+ * counter by the number of chunks it moves, identically on every rank
+ * (the MPI rules make message sizes agree), and steps never go back, so a
+ * slot that reads at least s says "that peer got to step s with me"; a
+ * value left by an earlier call is always smaller and cannot satisfy a
+ * later wait.
+ */
+
+#ifndef MCA_COLL_OFI_H
+#define MCA_COLL_OFI_H
+
+#include "ompi_config.h"
+
+#include <stdint.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/op/op.h"
+#include "opal/mca/btl/btl.h"
+
+BEGIN_C_DECLS
+
+#define MCA_COLL_OFI_HELP_FILE "help-coll-ofi.txt"
+#define MCA_COLL_OFI_PAGE_SIZE 4096
+
+/* Allreduce of at most SMALL_BYTES on at most SMALL_RANKS ranks goes
+ * through per-rank slots of the reserved area in one exchange (every rank
+ * puts its contribution to every other rank) instead of reduce + bcast. */
+#define MCA_COLL_OFI_SMALL_BYTES 256
+#define MCA_COLL_OFI_SMALL_RANKS 16
+
+typedef struct mca_coll_ofi_component_t {
+    mca_coll_base_component_2_0_0_t super;
+    int priority;
+    int verbose;
+    int fanout;
+    int cache_pages;
+    int output;
+} mca_coll_ofi_component_t;
+
+OMPI_MODULE_DECLSPEC extern mca_coll_ofi_component_t mca_coll_ofi_component;
+
+/* What the module does with its communicator: decided once, at the first
+ * collective, identically on every rank. */
+enum {
+    MCA_COLL_OFI_UNDECIDED = 0,
+    /* inside the set-up exchange: the previous component's allreduce or
+     * allgather may be built on the communicator's other collectives (coll
+     * basic's allreduce calls its bcast and reduce), which are ours; they
+     * are passed down while this lasts, on every rank alike */
+    MCA_COLL_OFI_SETTING_UP,
+    MCA_COLL_OFI_SERVING,
+    MCA_COLL_OFI_FALLBACK
+};
+
+/* The start of the reserved area. */
+typedef struct mca_coll_ofi_header_t {
+    uint64_t barrier_count; /* rank 0's: fetch-and-add target of barrier arrivals */
+    uint64_t fetch_result;  /* where fetching atomics land locally */
+    uint64_t pad[6];
+} mca_coll_ofi_header_t;
+
+typedef struct mca_coll_ofi_module_t {
+    mca_coll_base_module_t super;
+
+    /* the functions in place before ours, kept (with a reference on their
+     * module) for the cases we do not serve and for the set-up exchange */
+    mca_coll_base_module_allgather_fn_t prev_allgather;
+    mca_coll_base_module_t *prev_allgather_module;
+    mca_coll_base_module_allreduce_fn_t prev_allreduce;
+    mca_coll_base_module_t *prev_allreduce_module;
+    mca_coll_base_module_bcast_fn_t prev_bcast;
+    mca_coll_base_module_t *prev_bcast_module;
+    mca_coll_base_module_reduce_fn_t prev_reduce;
+    mca_coll_base_module_t *prev_reduce_module;
+    mca_coll_base_module_barrier_fn_t prev_barrier;
+    mca_coll_base_module_t *prev_barrier_module;
+
+    struct ompi_communicator_t *comm;
+    int state;
+    int rank;
+    int size;
+    uint32_t cid;
+
+    /* the one BTL that reaches every peer, and its endpoint per rank
+     * (NULL for ourselves: our own block is reached with memcpy) */
+    mca_btl_base_module_t *btl;
+    struct mca_btl_base_endpoint_t **endpoints;
+
+    /* the registered block and its layout (offsets from block) */
+    char *block;
+    size_t block_size;
+    mca_btl_base_registration_handle_t *handle;
+    size_t off_ready, off_credit, off_src, off_bounce, off_small, off_dir, off_data;
+    size_t small_size;      /* bytes of the small-allreduce slots, 0 if none */
+    uint64_t small_calls;   /* small allreduces done; equal on every rank */
+    size_t dir_stride;
+    char *data;
+    size_t data_size;
+
+    uint64_t step;          /* last step used; equal on every rank */
+    uint64_t barriers;      /* barriers done; equal on every rank */
+
+    /* RDMA operations issued and not yet completed; first failure seen */
+    volatile int32_t pending;
+    volatile int op_status;
+
+    /* served-call counters, reported at destruct */
+    uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
+} mca_coll_ofi_module_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_ofi_module_t);
+
+/* component / module */
+mca_coll_base_module_t *mca_coll_ofi_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* cache: set-up, teardown and the RDMA primitives */
+int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m);
+void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m);
+uint64_t *mca_coll_ofi_slot(mca_coll_ofi_module_t *m, size_t area_off, int index);
+int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                     size_t size);
+int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                     size_t size);
+int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off,
+                           uint64_t operand);
+int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
+int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
+int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
+int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value);
+
+/* collectives */
+int mca_coll_ofi_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root);
+int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count,
+                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+
+END_C_DECLS
+
+#endif /* MCA_COLL_OFI_H */

@@ -1,0 +1,164 @@
+/*
+ * coll/ofi broadcast: an n-way fan-out tree (n = coll_ofi_fanout) rooted
+ * at the root, payload pushed with btl_put from each rank's data cache
+ * into its children's, chunk by chunk.
+ *
+ * The data cache is split in two halves and chunk k travels through half
+ * k % 2, so a parent can push chunk k+1 while its child still forwards
+ * chunk k.  Per chunk (step s), a rank that is not the root tells its
+ * parent which steps it may write (credit = s, or s+1 when there is a
+ * next chunk: both halves are free at that point, since everything of
+ * chunk k-1 was forwarded and completed), then waits for the data
+ * (ready = s); every rank with children waits for each child's credit,
+ * puts the chunk, waits for the puts to complete and be flushed, and only
+ * then writes the child's ready flag, so a child that sees the flag sees
+ * the data.  A parent can be at most one chunk ahead: chunk k+2 needs
+ * credit s+2, granted only once chunk k is done.
+ */
+
+#include "coll_ofi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "opal/datatype/opal_convertor.h"
+#include "opal/util/output.h"
+
+int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+{
+    const int n = m->size;
+    const int fanout = mca_coll_ofi_component.fanout;
+    const int vr = (m->rank - root + n) % n;
+    const int parent = (0 == vr) ? -1 : ((vr - 1) / fanout + root) % n;
+    const size_t chunk = m->data_size / 2;
+    const size_t nchunks = (bytes + chunk - 1) / chunk;
+    const uint64_t base = m->step + 1;
+    /* children are relative ranks fanout*vr+1 .. fanout*vr+nchildren */
+    const long first = (long) fanout * vr + 1;
+    const int nchildren = (first >= n) ? 0 : (int) ((n - first < fanout) ? n - first : fanout);
+    int rc = OMPI_SUCCESS;
+
+    for (size_t k = 0; k < nchunks; ++k) {
+        const uint64_t s = base + k;
+        const size_t off = k * chunk;
+        const size_t len = (bytes - off < chunk) ? bytes - off : chunk;
+        char *half = m->data + (k % 2) * chunk;
+        const size_t remote_half = (size_t) (half - m->block);
+
+        if (parent >= 0) {
+            rc = mca_coll_ofi_signal(m, parent, m->off_credit, (k + 1 < nchunks) ? s + 1 : s);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
+            mca_coll_ofi_wait(m, m->off_ready, parent, s);
+            memcpy(buf + off, half, len);
+        } else {
+            memcpy(half, buf + off, len);
+        }
+
+        for (int i = 0; i < nchildren; ++i) {
+            const int child = (int) ((first + i + root) % n);
+            mca_coll_ofi_wait(m, m->off_credit, child, s);
+            rc = mca_coll_ofi_put(m, child, half, remote_half, len);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
+        }
+        for (int i = 0; i < nchildren; ++i) {
+            const int child = (int) ((first + i + root) % n);
+            rc = mca_coll_ofi_flush(m, child);
+            if (OMPI_SUCCESS == rc) {
+                rc = mca_coll_ofi_signal(m, child, m->off_ready, s);
+            }
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
+        }
+    }
+
+    rc = mca_coll_ofi_complete(m);
+
+advance_step:
+    /* every rank advances by the same count, even on error, so that the
+     * numbering stays in step with the peers that did not fail */
+    m->step += nchunks;
+    return rc;
+}
+
+/* Pack (root) or unpack (others) a non-contiguous buffer through a
+ * contiguous one, so every rank moves the same bytes whatever its
+ * datatype's layout (the MPI rules only make the type signatures agree,
+ * so whether to serve cannot depend on the layout). */
+static int mca_coll_ofi_bcast_packed(mca_coll_ofi_module_t *m, void *buff, int count,
+                                     struct ompi_datatype_t *dtype, size_t bytes, int root)
+{
+    opal_convertor_t conv;
+    struct iovec iov;
+    uint32_t iov_count = 1;
+    size_t max = bytes;
+    char *tmp;
+    int rc;
+
+    tmp = malloc(bytes);
+    if (NULL == tmp) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    OBJ_CONSTRUCT(&conv, opal_convertor_t);
+    iov.iov_base = tmp;
+    iov.iov_len = bytes;
+
+    if (m->rank == root) {
+        rc = opal_convertor_copy_and_prepare_for_send(ompi_mpi_local_convertor, &dtype->super,
+                                                      (size_t) count, buff, 0, &conv);
+        if (OPAL_SUCCESS != rc || opal_convertor_pack(&conv, &iov, &iov_count, &max) < 0) {
+            rc = OMPI_ERROR;
+            goto destruct_conv;
+        }
+        rc = mca_coll_ofi_bcast_bytes(m, tmp, bytes, root);
+    } else {
+        rc = mca_coll_ofi_bcast_bytes(m, tmp, bytes, root);
+        if (OMPI_SUCCESS != rc) {
+            goto destruct_conv;
+        }
+        rc = opal_convertor_copy_and_prepare_for_recv(ompi_mpi_local_convertor, &dtype->super,
+                                                      (size_t) count, buff, 0, &conv);
+        if (OPAL_SUCCESS != rc || opal_convertor_unpack(&conv, &iov, &iov_count, &max) < 0) {
+            rc = OMPI_ERROR;
+        }
+    }
+
+destruct_conv:
+    OBJ_DESTRUCT(&conv);
+    free(tmp);
+    return rc;
+}
+
+int mca_coll_ofi_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
+    size_t tsize, bytes;
+    ptrdiff_t true_lb, true_extent;
+    int rc;
+
+    rc = mca_coll_ofi_cache_ready(m);
+    if (rc < 0) {
+        return rc;
+    }
+    if (0 == rc) {
+        m->n_fallback++;
+        return m->prev_bcast(buff, count, datatype, root, comm, m->prev_bcast_module);
+    }
+
+    ompi_datatype_type_size(datatype, &tsize);
+    bytes = tsize * (size_t) count;
+    m->n_bcast++;
+    if (0 == bytes) {
+        return OMPI_SUCCESS;
+    }
+    if (ompi_datatype_is_contiguous_memory_layout(datatype, count)) {
+        ompi_datatype_get_true_extent(datatype, &true_lb, &true_extent);
+        return mca_coll_ofi_bcast_bytes(m, (char *) buff + true_lb, bytes, root);
+    }
+    return mca_coll_ofi_bcast_packed(m, buff, count, datatype, bytes, root);
+}

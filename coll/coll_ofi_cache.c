@@ -1,0 +1,458 @@
+/*
+ * coll/ofi per-communicator cache: the choice of BTL, the one registered
+ * block, its one-time exchange, and the RDMA primitives the collectives
+ * are written in.
+ */
+
+#include "coll_ofi.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ompi/mca/bml/base/base.h"
+#include "ompi/mca/bml/bml.h"
+#include "ompi/proc/proc.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/sys/atomic.h"
+#include "opal/util/output.h"
+
+#define MCA_COLL_OFI_ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
+
+/* What a BTL must offer for us to use it towards a peer. */
+#define MCA_COLL_OFI_BTL_FLAGS \
+    (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_FOPS)
+
+/* Pick, for every peer, an RDMA BTL that can put, get and fetch-and-add.
+ * One registration must serve every peer, so all peers must be reached
+ * through the same BTL module; *why names the first reason it fails. */
+static int mca_coll_ofi_pick_btl(mca_coll_ofi_module_t *m, const char **why)
+{
+    for (int r = 0; r < m->size; ++r) {
+        mca_bml_base_endpoint_t *bml_ep;
+        mca_bml_base_btl_t *chosen = NULL;
+        size_t n;
+
+        if (r == m->rank) {
+            continue;
+        }
+        bml_ep = mca_bml_base_get_endpoint(ompi_comm_peer_lookup(m->comm, r));
+        if (NULL == bml_ep) {
+            *why = "a peer has no BML endpoint";
+            return OMPI_ERR_UNREACH;
+        }
+        n = mca_bml_base_btl_array_get_size(&bml_ep->btl_rdma);
+        for (size_t i = 0; i < n && NULL == chosen; ++i) {
+            mca_bml_base_btl_t *b = mca_bml_base_btl_array_get_index(&bml_ep->btl_rdma, i);
+            mca_btl_base_module_t *btl = b->btl;
+
+            if ((btl->btl_flags & MCA_COLL_OFI_BTL_FLAGS) != MCA_COLL_OFI_BTL_FLAGS ||
+                !(btl->btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD) || NULL == btl->btl_put ||
+                NULL == btl->btl_get || NULL == btl->btl_atomic_fop ||
+                /* chunks and flags come in any size and at 8-byte alignment */
+                btl->btl_put_alignment > 1 || btl->btl_get_alignment > 1) {
+                continue;
+            }
+            /* stay on the module already chosen for earlier peers */
+            if (NULL != m->btl && btl != m->btl) {
+                continue;
+            }
+            chosen = b;
+        }
+        if (NULL == chosen) {
+            *why = (NULL == m->btl) ? "a peer is reached by no BTL with put, get and fetching atomics"
+                                    : "peers are reached through different BTL modules";
+            return OMPI_ERR_UNREACH;
+        }
+        m->btl = chosen->btl;
+        m->endpoints[r] = chosen->btl_endpoint;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Allocate and register this rank's block (see coll_ofi.h for the layout). */
+static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
+{
+    size_t n = (size_t) m->size;
+    size_t hsize = (NULL != m->btl->btl_register_mem) ? m->btl->btl_registration_handle_size : 0;
+    size_t off;
+
+    m->off_ready = sizeof(mca_coll_ofi_header_t);
+    m->off_credit = m->off_ready + n * sizeof(uint64_t);
+    m->off_src = m->off_credit + n * sizeof(uint64_t);
+    m->off_bounce = MCA_COLL_OFI_ALIGN(m->off_src + n * sizeof(uint64_t), 64);
+    m->off_small = m->off_bounce + MCA_COLL_OFI_PAGE_SIZE;
+    m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * MCA_COLL_OFI_SMALL_BYTES : 0;
+    m->off_dir = m->off_small + m->small_size;
+    /* per rank: block address, data size, registration handle */
+    m->dir_stride = 2 * sizeof(uint64_t) + MCA_COLL_OFI_ALIGN(hsize, 8);
+    off = MCA_COLL_OFI_ALIGN(m->off_dir + n * m->dir_stride, MCA_COLL_OFI_PAGE_SIZE);
+    m->off_data = off;
+    m->data_size = (size_t) mca_coll_ofi_component.cache_pages * MCA_COLL_OFI_PAGE_SIZE;
+    m->block_size = off + m->data_size;
+
+    if (0 != posix_memalign((void **) &m->block, MCA_COLL_OFI_PAGE_SIZE, m->block_size)) {
+        m->block = NULL;
+        *why = "out of memory for the cache";
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memset(m->block, 0, m->off_data);
+
+    if (0 == m->data_size) {
+        /* coll_ofi_cache_pages 0: payload moves through the bounce page */
+        m->data = m->block + m->off_bounce;
+        m->data_size = MCA_COLL_OFI_PAGE_SIZE;
+    } else {
+        m->data = m->block + m->off_data;
+    }
+
+    if (NULL != m->btl->btl_register_mem) {
+        m->handle = m->btl->btl_register_mem(m->btl, MCA_BTL_ENDPOINT_ANY, m->block,
+                                             m->block_size, MCA_BTL_REG_FLAG_ACCESS_ANY);
+        if (NULL == m->handle) {
+            *why = "the BTL could not register the cache";
+            goto free_block;
+        }
+    }
+    return OMPI_SUCCESS;
+
+free_block:
+    free(m->block);
+    m->block = NULL;
+    return OMPI_ERR_OUT_OF_RESOURCE;
+}
+
+void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
+{
+    if (NULL != m->handle) {
+        (void) m->btl->btl_deregister_mem(m->btl, m->handle);
+        m->handle = NULL;
+    }
+    free(m->block);
+    m->block = NULL;
+    free(m->endpoints);
+    m->endpoints = NULL;
+}
+
+/* A number from a BTL component name, equal on every rank for equal
+ * names, for the vote below (which can only compare integers). */
+static int mca_coll_ofi_name_hash(const char *name)
+{
+    uint32_t h = 5381;
+    for (; *name; ++name) {
+        h = h * 33 + (unsigned char) *name;
+    }
+    return (int) (h & 0x3fffffff);
+}
+
+/*
+ * First collective on the communicator: every rank picks its BTL and
+ * registers its block, then one allreduce (through the previous
+ * component) decides for all whether the communicator is served, and one
+ * allgather fills the directory.  Returns 1 when served, 0 when the
+ * previous functions are to be used (for good), or an error.
+ */
+static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
+{
+    const char *why = NULL;
+    /* {usable, handle size, -handle size, pages, -pages, btl, -btl}: a MIN
+     * makes the first 0 if any rank cannot serve and shows whether every
+     * rank has the same handle size and cache size (the layout must
+     * match) and chose the same BTL component (handles are only
+     * understood by the BTL that made them) */
+    int agree[7] = {1, 0, 0, 0, 0, 0, 0};
+    int rc;
+
+    m->state = MCA_COLL_OFI_SETTING_UP;
+
+    /* a local failure must still take part in the vote below: the other
+     * ranks are already in it */
+    m->endpoints = calloc((size_t) m->size, sizeof(*m->endpoints));
+    if (NULL == m->endpoints) {
+        why = "out of memory for the endpoint table";
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    } else {
+        rc = mca_coll_ofi_pick_btl(m, &why);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_block_create(m, &why);
+    }
+    if (OMPI_SUCCESS == rc) {
+        int hsize = (NULL != m->handle) ? (int) m->btl->btl_registration_handle_size : 0;
+        agree[1] = hsize;
+        agree[2] = -hsize;
+        agree[3] = mca_coll_ofi_component.cache_pages;
+        agree[4] = -mca_coll_ofi_component.cache_pages;
+        agree[5] = mca_coll_ofi_name_hash(m->btl->btl_component->btl_version.mca_component_name);
+        agree[6] = -agree[5];
+    } else {
+        agree[0] = 0;
+    }
+
+    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 7, MPI_INT, MPI_MIN, m->comm,
+                           m->prev_allreduce_module);
+    if (OMPI_SUCCESS != rc) {
+        goto release_cache;
+    }
+    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] ||
+        agree[5] != -agree[6]) {
+        opal_output_verbose((0 == m->rank || NULL != why) ? 1 : 2, mca_coll_ofi_component.output,
+                            "coll:ofi: not serving communicator %u (rank %d): %s", m->cid,
+                            m->rank,
+                            why ? why
+                                : (0 == agree[0] ? "another rank cannot reach its peers over RDMA"
+                                                 : "ranks differ in BTL, handle size or "
+                                                   "coll_ofi_cache_pages"));
+        mca_coll_ofi_cache_release(m);
+        m->state = MCA_COLL_OFI_FALLBACK;
+        return 0;
+    }
+
+    {
+        uint64_t base = (uint64_t) (uintptr_t) m->block;
+        uint64_t dsize = m->data_size;
+        char *send = malloc(m->dir_stride);
+
+        if (NULL == send) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+            goto release_cache;
+        }
+        memset(send, 0, m->dir_stride);
+        memcpy(send, &base, sizeof(base));
+        memcpy(send + sizeof(base), &dsize, sizeof(dsize));
+        if (NULL != m->handle) {
+            memcpy(send + 2 * sizeof(uint64_t), m->handle, m->btl->btl_registration_handle_size);
+        }
+        rc = m->prev_allgather(send, (int) m->dir_stride, MPI_BYTE, m->block + m->off_dir,
+                               (int) m->dir_stride, MPI_BYTE, m->comm, m->prev_allgather_module);
+        free(send);
+        if (OMPI_SUCCESS != rc) {
+            goto release_cache;
+        }
+    }
+
+    m->state = MCA_COLL_OFI_SERVING;
+    /* one line per communicator (every rank decided the same); each
+     * rank's own at verbosity 2 */
+    opal_output_verbose(0 == m->rank ? 1 : 2, mca_coll_ofi_component.output,
+                        "coll:ofi: serving communicator %u with %d ranks over btl %s "
+                        "(rank %d, %zu-byte data cache, fanout %d)",
+                        m->cid, m->size,
+                        m->btl->btl_component->btl_version.mca_component_name, m->rank,
+                        m->data_size, mca_coll_ofi_component.fanout);
+    return 1;
+
+release_cache:
+    /* the exchange itself failed: the ranks may no longer agree, so this
+     * call reports the error and the communicator is not served */
+    mca_coll_ofi_cache_release(m);
+    m->state = MCA_COLL_OFI_FALLBACK;
+    return rc;
+}
+
+int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m)
+{
+    if (MCA_COLL_OFI_SERVING == m->state) {
+        return 1;
+    }
+    if (MCA_COLL_OFI_FALLBACK == m->state || MCA_COLL_OFI_SETTING_UP == m->state) {
+        return 0;
+    }
+    return mca_coll_ofi_cache_setup(m);
+}
+
+uint64_t *mca_coll_ofi_slot(mca_coll_ofi_module_t *m, size_t area_off, int index)
+{
+    return (uint64_t *) (m->block + area_off) + index;
+}
+
+static uint64_t mca_coll_ofi_remote_base(mca_coll_ofi_module_t *m, int peer)
+{
+    uint64_t base;
+    memcpy(&base, m->block + m->off_dir + (size_t) peer * m->dir_stride, sizeof(base));
+    return base;
+}
+
+static mca_btl_base_registration_handle_t *mca_coll_ofi_remote_handle(mca_coll_ofi_module_t *m,
+                                                                      int peer)
+{
+    if (NULL == m->handle) {
+        return NULL;
+    }
+    return (mca_btl_base_registration_handle_t *) (m->block + m->off_dir +
+                                                   (size_t) peer * m->dir_stride +
+                                                   2 * sizeof(uint64_t));
+}
+
+static void mca_coll_ofi_rdma_done(struct mca_btl_base_module_t *btl,
+                                   struct mca_btl_base_endpoint_t *endpoint, void *local_address,
+                                   struct mca_btl_base_registration_handle_t *local_handle,
+                                   void *context, void *cbdata, int status)
+{
+    mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) context;
+    (void) btl;
+    (void) endpoint;
+    (void) local_address;
+    (void) local_handle;
+    (void) cbdata;
+
+    if (OPAL_SUCCESS != status) {
+        m->op_status = status;
+    }
+    (void) __atomic_sub_fetch(&m->pending, 1, __ATOMIC_RELEASE);
+}
+
+/* Issue one RDMA operation through ISSUE (an expression of the BTL call),
+ * retrying while the BTL is out of resources, and keep m->pending right
+ * whether it completes later (callback), at once (1) or not at all. */
+#define MCA_COLL_OFI_ISSUE(m, rc, ISSUE)                                    \
+    do {                                                                    \
+        (void) __atomic_add_fetch(&(m)->pending, 1, __ATOMIC_RELAXED);      \
+        for (;;) {                                                          \
+            (rc) = (ISSUE);                                                 \
+            if (OPAL_ERR_OUT_OF_RESOURCE != (rc) && OPAL_ERR_TEMP_OUT_OF_RESOURCE != (rc)) { \
+                break;                                                      \
+            }                                                               \
+            opal_progress();                                                \
+        }                                                                   \
+        if (OPAL_SUCCESS != (rc)) {                                         \
+            (void) __atomic_sub_fetch(&(m)->pending, 1, __ATOMIC_RELEASE);  \
+            (rc) = (1 == (rc)) ? OMPI_SUCCESS : (rc);                       \
+        }                                                                   \
+    } while (0)
+
+static size_t mca_coll_ofi_limit(size_t limit)
+{
+    /* 0 would mean "no operation at all"; treat it as no limit */
+    return (0 == limit) ? SIZE_MAX : limit;
+}
+
+int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                     size_t size)
+{
+    mca_btl_base_module_t *btl = m->btl;
+    uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
+    size_t limit = mca_coll_ofi_limit(btl->btl_put_limit);
+    int rc = OMPI_SUCCESS;
+
+    for (size_t done = 0; done < size && OMPI_SUCCESS == rc;) {
+        size_t len = (size - done < limit) ? size - done : limit;
+        MCA_COLL_OFI_ISSUE(m, rc,
+                           btl->btl_put(btl, m->endpoints[peer], (char *) local + done,
+                                        raddr + done, m->handle,
+                                        mca_coll_ofi_remote_handle(m, peer), len, 0,
+                                        MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done, m, NULL));
+        done += len;
+    }
+    return rc;
+}
+
+int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                     size_t size)
+{
+    mca_btl_base_module_t *btl = m->btl;
+    uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
+    size_t limit = mca_coll_ofi_limit(btl->btl_get_limit);
+    int rc = OMPI_SUCCESS;
+
+    for (size_t done = 0; done < size && OMPI_SUCCESS == rc;) {
+        size_t len = (size - done < limit) ? size - done : limit;
+        MCA_COLL_OFI_ISSUE(m, rc,
+                           btl->btl_get(btl, m->endpoints[peer], (char *) local + done,
+                                        raddr + done, m->handle,
+                                        mca_coll_ofi_remote_handle(m, peer), len, 0,
+                                        MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done, m, NULL));
+        done += len;
+    }
+    return rc;
+}
+
+int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off,
+                           uint64_t operand)
+{
+    mca_btl_base_module_t *btl = m->btl;
+    uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    int rc;
+
+    MCA_COLL_OFI_ISSUE(m, rc,
+                       btl->btl_atomic_fop(btl, m->endpoints[peer], &h->fetch_result, raddr,
+                                           m->handle, mca_coll_ofi_remote_handle(m, peer),
+                                           MCA_BTL_ATOMIC_ADD, operand, 0, MCA_BTL_NO_ORDER,
+                                           mca_coll_ofi_rdma_done, m, NULL));
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    /* the result slot is shared: complete before the next one is issued */
+    return mca_coll_ofi_complete(m);
+}
+
+/* Wait for every operation issued so far; report the first failure. */
+int mca_coll_ofi_complete(mca_coll_ofi_module_t *m)
+{
+    int rc;
+
+    while (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0) {
+        opal_progress();
+    }
+    rc = m->op_status;
+    if (OMPI_SUCCESS != rc) {
+        m->op_status = OMPI_SUCCESS;
+        opal_output(0, "coll:ofi: communicator %u rank %d: an RDMA operation through btl %s "
+                    "failed (%d); the collective returns an error",
+                    m->cid, m->rank, m->btl->btl_component->btl_version.mca_component_name, rc);
+        return OMPI_ERROR;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Make everything put to PEER so far visible there. */
+int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer)
+{
+    int rc = mca_coll_ofi_complete(m);
+
+    if (OMPI_SUCCESS == rc && NULL != m->btl->btl_flush) {
+        rc = m->btl->btl_flush(m->btl, m->endpoints[peer]);
+        if (OPAL_SUCCESS != rc) {
+            opal_output(0, "coll:ofi: communicator %u rank %d: btl_flush towards rank %d "
+                        "failed (%d)", m->cid, m->rank, peer, rc);
+            return OMPI_ERROR;
+        }
+    }
+    return rc;
+}
+
+/* Write VALUE into our slot in PEER's area AREA_OFF (slot index = our
+ * rank).  Callers complete and flush their payload puts first.  The
+ * write is left in flight (the caller goes on to wait for something
+ * else, which gives it time to land); it is completed before the next
+ * signal, which may reuse its source slot, and before the collective
+ * returns (mca_coll_ofi_complete). */
+int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value)
+{
+    uint64_t *src = mca_coll_ofi_slot(m, m->off_src, peer);
+    int rc;
+
+    if (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0) {
+        rc = mca_coll_ofi_complete(m);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    /* local payload (filled with memcpy) must be visible before a peer
+     * that sees the flag reads it */
+    opal_atomic_wmb();
+    *src = value;
+    return mca_coll_ofi_put(m, peer, src, area_off + (size_t) m->rank * sizeof(uint64_t),
+                            sizeof(uint64_t));
+}
+
+/* Wait until our slot INDEX of AREA_OFF holds at least VALUE. */
+int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value)
+{
+    uint64_t *slot = mca_coll_ofi_slot(m, area_off, index);
+
+    while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < value) {
+        opal_progress();
+    }
+    return OMPI_SUCCESS;
+}

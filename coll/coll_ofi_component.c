@@ -1,0 +1,237 @@
+/*
+ * coll/ofi component: MCA parameters, open/close and comm_query.
+ */
+
+#include "coll_ofi.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "ompi/mca/pml/base/base.h"
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/runtime/opal_params.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#ifndef MCA_COLL_OFI_HELP_DIR
+#error "MCA_COLL_OFI_HELP_DIR must name the directory help-coll-ofi.txt is installed in"
+#endif
+
+/* Upper bound on coll_ofi_cache_pages: 64 Ki pages is 256 MiB per rank
+ * per communicator, far past where a bigger cache buys anything. */
+#define MCA_COLL_OFI_MAX_PAGES 65536
+
+static int mca_coll_ofi_register(void);
+static int mca_coll_ofi_open(void);
+static int mca_coll_ofi_close(void);
+static int mca_coll_ofi_init_query(bool enable_progress_threads, bool enable_mpi_threads);
+
+mca_coll_ofi_component_t mca_coll_ofi_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "ofi",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = mca_coll_ofi_open,
+            .mca_close_component = mca_coll_ofi_close,
+            .mca_register_component_params = mca_coll_ofi_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_NONE
+        },
+        .collm_init_query = mca_coll_ofi_init_query,
+        .collm_comm_query = mca_coll_ofi_comm_query,
+    },
+    .priority = 0,
+    .verbose = 0,
+    .fanout = 2,
+    .cache_pages = 32,
+    .output = -1,
+};
+
+static int mca_coll_ofi_reg_int(const char *name, const char *help, int *storage, int level)
+{
+    return mca_base_component_var_register(&mca_coll_ofi_component.super.collm_version, name,
+                                           help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+}
+
+/* MPI_T performance variables, bound to a communicator: how many calls
+ * coll/ofi served on it (0 on a communicator it does not serve).  The
+ * context is the offset of the counter in the module. */
+static int mca_coll_ofi_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    /* Open MPI hands over the communicator itself (MPI_T's obj_handle
+     * dereferenced) */
+    struct ompi_communicator_t *comm = (struct ompi_communicator_t *) obj;
+    unsigned long long *out = (unsigned long long *) value;
+    mca_coll_ofi_module_t *m;
+
+    *out = 0;
+    if (NULL == comm || NULL == comm->c_coll) {
+        return OMPI_SUCCESS;
+    }
+    /* ours only if our barrier is the communicator's (we take all four) */
+    if (mca_coll_ofi_barrier != comm->c_coll->coll_barrier) {
+        return OMPI_SUCCESS;
+    }
+    m = (mca_coll_ofi_module_t *) comm->c_coll->coll_barrier_module;
+    *out = *(uint64_t *) ((char *) m + (size_t) (uintptr_t) pvar->ctx);
+    return OMPI_SUCCESS;
+}
+
+static void mca_coll_ofi_reg_pvar(const char *name, const char *help, size_t offset)
+{
+    (void) mca_base_component_pvar_register(
+        &mca_coll_ofi_component.super.collm_version, name, help, OPAL_INFO_LVL_4,
+        MCA_BASE_PVAR_CLASS_COUNTER, MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL,
+        MCA_BASE_VAR_BIND_MPI_COMM, MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+        mca_coll_ofi_pvar_get, NULL, NULL, (void *) (uintptr_t) offset);
+}
+
+static int mca_coll_ofi_register(void)
+{
+    mca_coll_ofi_component_t *c = &mca_coll_ofi_component;
+
+    /* out-of-tree installs keep our help file beside Open MPI's, not in it */
+    (void) opal_show_help_add_dir(MCA_COLL_OFI_HELP_DIR);
+
+    c->priority = 0;
+    (void) mca_coll_ofi_reg_int("priority",
+                                "Priority of the ofi coll component (0, the default, leaves "
+                                "it unused; raise it above the other coll components, e.g. "
+                                "90, to run bcast, reduce, allreduce and barrier over RDMA)",
+                                &c->priority, OPAL_INFO_LVL_6);
+    c->verbose = 0;
+    (void) mca_coll_ofi_reg_int("verbose",
+                                "Verbosity of the ofi coll component: 0 silent, 1 one line "
+                                "per communicator served and the counts of served calls when "
+                                "it goes away, 2 and up the reasons for every fallback",
+                                &c->verbose, OPAL_INFO_LVL_9);
+    c->fanout = 2;
+    (void) mca_coll_ofi_reg_int("fanout",
+                                "Number of children of each rank in the broadcast tree "
+                                "(at least 1; default 2)",
+                                &c->fanout, OPAL_INFO_LVL_6);
+    c->cache_pages = 32;
+    (void) mca_coll_ofi_reg_int("cache_pages",
+                                "Pages (4 KiB each) of registered data cache per rank and "
+                                "communicator that collective payload moves through; larger "
+                                "messages go through it in chunks.  0 uses one bounce page of "
+                                "the reserved area instead (default 32)",
+                                &c->cache_pages, OPAL_INFO_LVL_6);
+
+    mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
+                          offsetof(mca_coll_ofi_module_t, n_bcast));
+    mca_coll_ofi_reg_pvar("served_reduce", "MPI_Reduce calls coll/ofi served on the communicator",
+                          offsetof(mca_coll_ofi_module_t, n_reduce));
+    mca_coll_ofi_reg_pvar("served_allreduce",
+                          "MPI_Allreduce calls coll/ofi served on the communicator",
+                          offsetof(mca_coll_ofi_module_t, n_allreduce));
+    mca_coll_ofi_reg_pvar("served_barrier",
+                          "MPI_Barrier calls coll/ofi served on the communicator",
+                          offsetof(mca_coll_ofi_module_t, n_barrier));
+    mca_coll_ofi_reg_pvar("passed_on",
+                          "Calls coll/ofi passed to the previous coll component on the "
+                          "communicator (not served: no RDMA path, or a datatype it does not "
+                          "reduce)",
+                          offsetof(mca_coll_ofi_module_t, n_fallback));
+    return OMPI_SUCCESS;
+}
+
+static int mca_coll_ofi_open(void)
+{
+    mca_coll_ofi_component_t *c = &mca_coll_ofi_component;
+
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    return OMPI_SUCCESS;
+}
+
+/* Bad values are corrected once per process, at the first communicator
+ * (so only when the component is in use): every rank reads the same
+ * parameters, so every rank corrects them the same way.  The help message
+ * goes through mpirun, whose forwarding of help messages (Open MPI 4.1.4)
+ * drops one now and then ("ORTE_ERROR_LOG: Data unpack would read past
+ * end of buffer ... show_help.c"), so the correction is also written to
+ * the component's verbose stream. */
+static void mca_coll_ofi_check_params(void)
+{
+    static bool checked = false;
+    mca_coll_ofi_component_t *c = &mca_coll_ofi_component;
+    const char *host = opal_process_info.nodename ? opal_process_info.nodename : "unknown";
+
+    if (checked) {
+        return;
+    }
+    checked = true;
+    if (c->fanout < 1) {
+        opal_show_help(MCA_COLL_OFI_HELP_FILE, "bad param", true, host, "coll_ofi_fanout",
+                       c->fanout, "1 or more", 2);
+        opal_output_verbose(1, c->output, "coll:ofi: coll_ofi_fanout %d is out of range "
+                            "(1 or more); using 2", c->fanout);
+        c->fanout = 2;
+    }
+    if (c->cache_pages < 0 || c->cache_pages > MCA_COLL_OFI_MAX_PAGES) {
+        opal_show_help(MCA_COLL_OFI_HELP_FILE, "bad param", true, host, "coll_ofi_cache_pages",
+                       c->cache_pages, "0 to 65536", 32);
+        opal_output_verbose(1, c->output, "coll:ofi: coll_ofi_cache_pages %d is out of range "
+                            "(0 to 65536); using 32", c->cache_pages);
+        c->cache_pages = 32;
+    }
+}
+
+static int mca_coll_ofi_close(void)
+{
+    if (mca_coll_ofi_component.output >= 0) {
+        opal_output_close(mca_coll_ofi_component.output);
+        mca_coll_ofi_component.output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+static int mca_coll_ofi_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    (void) enable_progress_threads;
+    (void) enable_mpi_threads;
+    return OMPI_SUCCESS;
+}
+
+/*
+ * Whether to offer a module is decided from facts every rank of the
+ * communicator sees the same way (the parameters, the pml, the kind of
+ * communicator): the ranks cannot talk yet, and a communicator that some
+ * ranks serve and others do not would deadlock at its first collective.
+ * Whether the BTLs really reach every peer is agreed on later, at the
+ * first collective, through the previous component.
+ */
+mca_coll_base_module_t *mca_coll_ofi_comm_query(struct ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_ofi_module_t *m;
+    const char *pml = mca_pml_base_selected_component.pmlm_version.mca_component_name;
+
+    if (mca_coll_ofi_component.priority <= 0) {
+        return NULL;
+    }
+    mca_coll_ofi_check_params();
+    if (OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
+        return NULL;
+    }
+    /* the BML endpoints we reach peers through exist only under ob1 */
+    if (0 != strcmp(pml, "ob1")) {
+        opal_output_verbose(2, mca_coll_ofi_component.output,
+                            "coll:ofi: not serving communicator %u: pml is %s, not ob1 "
+                            "(add --mca pml ob1)",
+                            ompi_comm_get_cid(comm), pml);
+        return NULL;
+    }
+
+    m = OBJ_NEW(mca_coll_ofi_module_t);
+    if (NULL == m) {
+        return NULL;
+    }
+    *priority = mca_coll_ofi_component.priority;
+    return &m->super;
+}

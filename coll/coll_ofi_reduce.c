@@ -1,0 +1,305 @@
+/*
+ * coll/ofi reduce and allreduce.
+ *
+ * Contributions are pulled: each rank builds its partial result for a
+ * chunk in the first half of its data cache ("out"), and tells its parent
+ * (ready = s); the parent reads it with btl_get into the second half of
+ * its own cache ("in"), tells the child its out may be reused
+ * (credit = s), and combines.
+ *
+ * Commutative ops use a binary tree rooted at the root.  Non-commutative
+ * ops must be applied in rank order, so they run down a chain from the
+ * last rank to rank 0 (rank i computes r_i op (r_i+1 op ... op r_n-1)),
+ * and rank 0 hands the result to the root if that is someone else.
+ *
+ * Allreduce is a reduce to rank 0 followed by a broadcast from it.
+ */
+
+#include "coll_ofi.h"
+
+#include <string.h>
+
+#include "opal/util/output.h"
+
+/* This rank's place in the reduction: whom it is read by, whom it reads
+ * and combines (in order after its own contribution), and, for the root
+ * of a non-commutative reduction other than rank 0, whom it reads the
+ * finished result from. */
+typedef struct mca_coll_ofi_roles_t {
+    int parent;
+    int children[2];
+    int nchildren;
+    int result_from;
+} mca_coll_ofi_roles_t;
+
+static void mca_coll_ofi_reduce_roles(const mca_coll_ofi_module_t *m, int root, bool commute,
+                                      mca_coll_ofi_roles_t *roles)
+{
+    const int n = m->size;
+    const int me = m->rank;
+
+    roles->nchildren = 0;
+    roles->result_from = -1;
+    if (commute) {
+        const int vr = (me - root + n) % n;
+        roles->parent = (0 == vr) ? -1 : ((vr - 1) / 2 + root) % n;
+        for (int c = 2 * vr + 1; c <= 2 * vr + 2 && c < n; ++c) {
+            roles->children[roles->nchildren++] = (c + root) % n;
+        }
+        return;
+    }
+    if (me + 1 < n) {
+        roles->children[roles->nchildren++] = me + 1;
+    }
+    if (me > 0) {
+        roles->parent = me - 1;
+    } else {
+        roles->parent = (0 == root) ? -1 : root;
+    }
+    if (me == root && 0 != root) {
+        roles->result_from = 0;
+    }
+}
+
+/* Read PEER's out for step S into our in, and free its out again. */
+static int mca_coll_ofi_pull(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *in,
+                             size_t len)
+{
+    int rc;
+
+    mca_coll_ofi_wait(m, m->off_ready, peer, s);
+    rc = mca_coll_ofi_get(m, peer, in, (size_t) (m->data - m->block), len);
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_complete(m);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_signal(m, peer, m->off_credit, s);
+    }
+    return rc;
+}
+
+/* Reduce COUNT elements of DTYPE (contiguous, lower bound 0) from OWN on
+ * every rank into RESULT on ROOT. */
+static int mca_coll_ofi_reduce_run(mca_coll_ofi_module_t *m, const char *own, char *result,
+                                   size_t count, struct ompi_datatype_t *dtype,
+                                   struct ompi_op_t *op, int root, size_t esize)
+{
+    const bool commute = ompi_op_is_commute(op);
+    const size_t half = m->data_size / 2;
+    const size_t per_chunk = half / esize;
+    const size_t nchunks = (count + per_chunk - 1) / per_chunk;
+    const uint64_t base = m->step + 1;
+    char *out = m->data;
+    char *in = m->data + half;
+    mca_coll_ofi_roles_t roles;
+    int rc = OMPI_SUCCESS;
+
+    mca_coll_ofi_reduce_roles(m, root, commute, &roles);
+
+    for (size_t k = 0; k < nchunks; ++k) {
+        const uint64_t s = base + k;
+        const size_t first = k * per_chunk;
+        const size_t cnt = (count - first < per_chunk) ? count - first : per_chunk;
+        const size_t len = cnt * esize;
+
+        /* out still holds the previous chunk until our reader is done */
+        if (roles.parent >= 0 && k > 0) {
+            mca_coll_ofi_wait(m, m->off_credit, roles.parent, s - 1);
+        }
+        memcpy(out, own + first * esize, len);
+
+        for (int i = 0; i < roles.nchildren; ++i) {
+            rc = mca_coll_ofi_pull(m, roles.children[i], s, in, len);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
+            if (commute) {
+                ompi_op_reduce(op, in, out, cnt, dtype);
+            } else {
+                /* in = out op in: our contribution comes first */
+                ompi_op_reduce(op, out, in, cnt, dtype);
+                memcpy(out, in, len);
+            }
+        }
+
+        if (roles.parent >= 0) {
+            rc = mca_coll_ofi_signal(m, roles.parent, m->off_ready, s);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
+        } else {
+            memcpy(result + first * esize, out, len);
+        }
+
+        if (roles.result_from >= 0) {
+            rc = mca_coll_ofi_pull(m, roles.result_from, s, in, len);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
+            memcpy(result + first * esize, in, len);
+        }
+    }
+
+    /* leave only when the last chunk has been read from our out: the
+     * next collective may write into this cache */
+    if (roles.parent >= 0) {
+        mca_coll_ofi_wait(m, m->off_credit, roles.parent, base + nchunks - 1);
+    }
+    rc = mca_coll_ofi_complete(m);
+
+advance_step:
+    m->step += nchunks;
+    return rc;
+}
+
+/* Whether we can reduce COUNT of DTYPE in place in our cache: its elements
+ * must lie end to end from the buffer address (the same answer on every
+ * rank, since MPI requires the same datatype, count and op everywhere).
+ * Sets *esize. */
+static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
+                                   struct ompi_datatype_t *dtype, size_t *esize)
+{
+    ptrdiff_t lb, extent, true_lb, true_extent;
+    size_t size;
+
+    ompi_datatype_type_size(dtype, &size);
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    if (0 == size || (ptrdiff_t) size != extent || 0 != lb || 0 != true_lb ||
+        !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+        opal_output_verbose(2, mca_coll_ofi_component.output,
+                            "coll:ofi: communicator %u: reduction on a datatype with gaps or "
+                            "a lower bound passed to the previous component",
+                            m->cid);
+        return false;
+    }
+    if (size > m->data_size / 2) {
+        opal_output_verbose(2, mca_coll_ofi_component.output,
+                            "coll:ofi: communicator %u: one element (%zu bytes) is larger than "
+                            "half the data cache; passed to the previous component "
+                            "(raise coll_ofi_cache_pages)",
+                            m->cid, size);
+        return false;
+    }
+    *esize = size;
+    return true;
+}
+
+int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count,
+                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
+    const char *own;
+    size_t esize;
+    int rc;
+
+    rc = mca_coll_ofi_cache_ready(m);
+    if (rc < 0) {
+        return rc;
+    }
+    if (0 == rc || !mca_coll_ofi_reducible(m, count, dtype, &esize)) {
+        m->n_fallback++;
+        return m->prev_reduce(sbuf, rbuf, count, dtype, op, root, comm, m->prev_reduce_module);
+    }
+    m->n_reduce++;
+    if (0 == count) {
+        return OMPI_SUCCESS;
+    }
+    own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
+    return mca_coll_ofi_reduce_run(m, own, (char *) rbuf, (size_t) count, dtype, op, root, esize);
+}
+
+/*
+ * Small allreduce: every rank puts its contribution into its own slot at
+ * every other rank, then every rank combines all of them in rank order
+ * (so non-commutative ops come out right too).  One exchange instead of
+ * a reduce and a broadcast.
+ *
+ * The slots alternate between two sets by call parity.  A rank that
+ * writes set (a+1)%2 for call a+1 has seen every rank's call-a
+ * contribution, which each rank sends only once it has finished reading
+ * call a-1 from that same set; so no credit is needed.  The slots are
+ * used by nothing else, so other collectives in between cannot collide.
+ */
+static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
+                                        size_t count, struct ompi_datatype_t *dtype,
+                                        struct ompi_op_t *op, size_t bytes)
+{
+    const uint64_t s = ++m->step;
+    const size_t set = (size_t) (m->small_calls++ % 2) * (size_t) m->size;
+    const size_t slot0 = m->off_small + set * MCA_COLL_OFI_SMALL_BYTES;
+    const size_t mine = slot0 + (size_t) m->rank * MCA_COLL_OFI_SMALL_BYTES;
+    const int last = m->size - 1;
+    int rc;
+
+    memcpy(m->block + mine, own, bytes);
+    for (int p = 0; p < m->size; ++p) {
+        if (p != m->rank) {
+            rc = mca_coll_ofi_put(m, p, m->block + mine, mine, bytes);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    for (int p = 0; p < m->size; ++p) {
+        if (p != m->rank) {
+            rc = mca_coll_ofi_flush(m, p);
+            if (OMPI_SUCCESS == rc) {
+                rc = mca_coll_ofi_signal(m, p, m->off_ready, s);
+            }
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+
+    /* result = c0 op (c1 op (... op c_last)), built from the right */
+    if (last != m->rank) {
+        mca_coll_ofi_wait(m, m->off_ready, last, s);
+    }
+    memcpy(result, m->block + slot0 + (size_t) last * MCA_COLL_OFI_SMALL_BYTES, bytes);
+    for (int p = last - 1; p >= 0; --p) {
+        if (p != m->rank) {
+            mca_coll_ofi_wait(m, m->off_ready, p, s);
+        }
+        ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result, count,
+                       dtype);
+    }
+    return mca_coll_ofi_complete(m);
+}
+
+int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count,
+                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+{
+    mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
+    const char *own;
+    size_t esize;
+    int rc;
+
+    rc = mca_coll_ofi_cache_ready(m);
+    if (rc < 0) {
+        return rc;
+    }
+    if (0 == rc || !mca_coll_ofi_reducible(m, count, dtype, &esize)) {
+        m->n_fallback++;
+        return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm, m->prev_allreduce_module);
+    }
+    m->n_allreduce++;
+    if (0 == count) {
+        return OMPI_SUCCESS;
+    }
+    /* with MPI_IN_PLACE every rank's contribution is in rbuf; it is read
+     * chunk by chunk before the broadcast overwrites rbuf */
+    own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
+    if (m->small_size > 0 && (size_t) count * esize <= MCA_COLL_OFI_SMALL_BYTES) {
+        return mca_coll_ofi_allreduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op,
+                                            (size_t) count * esize);
+    }
+    rc = mca_coll_ofi_reduce_run(m, own, (char *) rbuf, (size_t) count, dtype, op, 0, esize);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    return mca_coll_ofi_bcast_bytes(m, (char *) rbuf, (size_t) count * esize, 0);
+}

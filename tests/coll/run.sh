@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+#
+# coll/ofi tests: tests/coll/colltest.c with coll/ofi raised above the
+# other coll components (coll_ofi_priority 90), over btl ofi with every
+# provider and over btl vader, on 2 and 4 ranks. Each case proves that
+# coll/ofi served MPI_COMM_WORLD over the btl it names (its verbose line,
+# its served-call counts at destruct, and colltest's check of its MPI_T
+# counters) and that every result is right (colltest compares each
+# element with a reference computed locally: every root, counts from 0 to
+# 4 MiB across the data cache, every predefined type and op, MPI_IN_PLACE,
+# a non-commutative user op, dup/split/create_group/reversed
+# communicators, 1,000 back-to-back calls, traffic in between).
+#
+#   tests/coll/run.sh [CASE...]     every case, or the ones named
+#   tests/coll/run.sh --list        the case names
+#
+# Cases:
+#   ompi_info                  coll ofi v0.1.0 and its 4 parameters
+#   coll:PROV:NP               btl ofi,self with provider PROV (shm,
+#                              sockets, tcp+ofi_rxm, udp+ofi_rxd), NP ranks
+#   coll:vader:NP              btl vader,self
+#   coll:vader:4:basic         on top of coll/basic, whose allreduce is
+#                              built on the communicator's bcast and reduce
+#                              (ours): the set-up exchange must not recurse
+#   coll:shm:4:cache0          coll_ofi_cache_pages 0 (the bounce page) and
+#                              coll_ofi_fanout 3
+#   coll:shm:2:badfanout       coll_ofi_fanout 0: named (help message, and
+#                              coll/ofi's verbose line, as mpirun 4.1.4 now
+#                              and then drops a help message) and replaced
+#   coll:tcp:2:fallback        btl tcp,self (no RDMA btl): every rank agrees
+#                              not to serve, results still right
+#
+# Environment: BTL_OFI_PREFIX (install prefix, default <repo>/_install),
+# PROVIDERS (default the four), BTL_OFI_TEST_TIMEOUT (seconds per job,
+# default 120).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib.sh
+source "$here/../lib.sh"
+logdir=$tests/logs/coll
+runner_help "$0" "$@"
+
+PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
+test_timeout=${BTL_OFI_TEST_TIMEOUT:-120}
+prefix=${BTL_OFI_PREFIX:-$repo/_install}
+compdir=$prefix/lib/openmpi
+
+list_cases() {
+    local p np
+    echo ompi_info
+    for np in 2 4; do
+        for p in $PROVIDERS; do
+            echo "coll:${p//;/+}:$np"
+        done
+        echo "coll:vader:$np"
+    done
+    echo "coll:vader:4:basic"
+    echo "coll:shm:4:cache0"
+    echo "coll:shm:2:badfanout"
+    echo "coll:tcp:2:fallback"
+}
+
+if [[ ${1:-} == --list ]]; then
+    list_cases
+    exit 0
+fi
+
+component_path() {
+    local def
+    def=$("$ofirun" --component-path) || return 1
+    echo "$def"
+}
+
+mkdir -p "$bindir" "$logdir"
+build_colltest() {
+    [[ -x $bindir/colltest && $bindir/colltest -nt $here/colltest.c ]] && return 0
+    mpicc -O2 -Wall -o "$bindir/colltest" "$here/colltest.c" >"$logdir/compile-colltest.log" 2>&1
+}
+
+# one job of colltest with coll/ofi raised; RC and LOG for the caller
+coll_job() { # log np args...
+    local log=$1 np=$2
+    shift 2
+    local -a expect=()
+    [[ ${EXPECT_BTL:--} != - ]] && expect=(expect-ofi)
+    run_logged "$log" "$test_timeout" mpirun --allow-run-as-root -np "$np" --oversubscribe \
+        --bind-to none --mca mca_base_component_path "$(component_path)" \
+        --mca pml ob1 --mca coll_ofi_priority 90 --mca coll_ofi_verbose 1 \
+        "$@" "$bindir/colltest" "${expect[@]}"
+}
+
+# why a job of NP ranks did not show coll/ofi serving MPI_COMM_WORLD over
+# BTL, or nothing
+not_served() { # log np btl
+    if ! grep -q "coll:ofi: serving communicator 0 with $2 ranks over btl $3" "$1"; then
+        echo "coll/ofi did not serve MPI_COMM_WORLD over btl $3"
+    elif ! grep -q "coll:ofi: communicator 0 rank 0: served [1-9][0-9]* bcast, [1-9][0-9]* reduce, [1-9][0-9]* allreduce, [1-9][0-9]* barrier" "$1"; then
+        echo "no served-call counts for MPI_COMM_WORLD"
+    fi
+}
+
+run_case() {
+    local c=$1 group pname prov a b t0 log label rc why served
+    local -a sel=()
+    case_start "$c"
+    if [[ $c == ompi_info ]]; then
+        label="coll ompi_info"
+        if OMPI_MCA_mca_base_component_path=$(component_path) ompi_info --param coll ofi --level 9 >"$log" 2>&1 &&
+            grep -q 'MCA coll: ofi (.*Component v0.1.0)' "$log" &&
+            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\)"' "$log") -eq 4 ]]; then
+            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 4 parameters"
+        else
+            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 4 parameters missing" "$log"
+        fi
+        return
+    fi
+    label="coll $prov np $a${b:+ $b}"
+    if [[ ! -f $compdir/mca_coll_ofi.so ]]; then
+        report FAIL "$label" 0 "$compdir/mca_coll_ofi.so not found: build and install first (scripts/build.sh)"
+        return
+    fi
+    if ! build_colltest; then
+        report FAIL "$label" 0 "compiling colltest.c failed" "$logdir/compile-colltest.log"
+        return
+    fi
+    local btl=ofi
+    case $pname in
+    vader) sel=(--mca btl vader,self) btl=vader ;;
+    tcp) sel=(--mca btl tcp,self) btl=- ;;
+    *)
+        provider_ok "$label" "$prov" || return
+        sel=(--mca btl ofi,self --mca btl_ofi_provider_include "$prov")
+        ;;
+    esac
+    case $b in
+    basic) sel+=(--mca coll ofi,basic,libnbc,self) ;;
+    cache0) sel+=(--mca coll_ofi_cache_pages 0 --mca coll_ofi_fanout 3) ;;
+    badfanout) sel+=(--mca coll_ofi_fanout 0) ;;
+    esac
+    EXPECT_BTL=$btl coll_job "$log" "$a" "${sel[@]}"
+    rc=$?
+    why=""
+    if ((rc == 124 || rc == 137)); then
+        why="timed out after ${test_timeout}s (hang?)"
+    elif ((rc != 0)); then
+        why="exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")"
+    elif grep -q '^FAIL' "$log"; then
+        why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
+    elif [[ $btl != - ]]; then
+        why=$(not_served "$log" "$a" "$btl")
+    fi
+    case $b in
+    badfanout)
+        if [[ -z $why ]] && ! grep -q "coll:ofi: coll_ofi_fanout 0 is out of range (1 or more); using 2" "$log"; then
+            why="no verbose line naming coll_ofi_fanout 0 and the value used"
+        elif [[ -z $why ]] && ! grep -q "Parameter: coll_ofi_fanout" "$log" &&
+            ! grep -q "ORTE_ERROR_LOG: .*show_help" "$log"; then
+            why="no help message naming coll_ofi_fanout (and mpirun reported no dropped one)"
+        fi
+        ;;
+    fallback)
+        if [[ -z $why ]] && ! grep -q "coll:ofi: not serving communicator 0" "$log"; then
+            why="no line saying that every rank agreed not to serve"
+        fi
+        ;;
+    esac
+    if [[ -n $why ]]; then
+        report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
+        return
+    fi
+    served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
+    report PASS "$label" $((SECONDS - t0)) "${served:-results right, served by the previous component}"
+}
+
+runner_main "$@"
