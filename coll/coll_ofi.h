@@ -113,14 +113,14 @@ typedef struct mca_coll_ofi_module_t {
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_bounce, off_small, off_dir, off_data;
-    size_t small_size;      /* bytes of the small-allreduce slots, 0 if none */
-    uint64_t small_calls;   /* small allreduces done; equal on every rank */
+    size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
+    uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
     char *data;
     size_t data_size;
 
-    uint64_t step;          /* last step used; equal on every rank */
-    uint64_t barriers;      /* barriers done; equal on every rank */
+    uint64_t step;     /* last step used; equal on every rank */
+    uint64_t barriers; /* barriers done; equal on every rank */
 
     /* RDMA operations issued and not yet completed; first failure seen */
     volatile int32_t pending;
@@ -143,8 +143,7 @@ int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t rem
                      size_t size);
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
-int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off,
-                           uint64_t operand);
+int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t operand);
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
@@ -154,12 +153,12 @@ int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint
 int mca_coll_ofi_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,
                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root);
-int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count,
-                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
-int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count,
-                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module);
+int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module);
 int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
 
 END_C_DECLS

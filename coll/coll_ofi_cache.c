@@ -16,11 +16,10 @@
 #include "opal/sys/atomic.h"
 #include "opal/util/output.h"
 
-#define MCA_COLL_OFI_ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
+#define MCA_COLL_OFI_ALIGN(x, a) (((x) + (a) -1) / (a) * (a))
 
 /* What a BTL must offer for us to use it towards a peer. */
-#define MCA_COLL_OFI_BTL_FLAGS \
-    (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_FOPS)
+#define MCA_COLL_OFI_BTL_FLAGS (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_FOPS)
 
 /* Pick, for every peer, an RDMA BTL that can put, get and fetch-and-add.
  * One registration must serve every peer, so all peers must be reached
@@ -45,9 +44,9 @@ static int mca_coll_ofi_pick_btl(mca_coll_ofi_module_t *m, const char **why)
             mca_bml_base_btl_t *b = mca_bml_base_btl_array_get_index(&bml_ep->btl_rdma, i);
             mca_btl_base_module_t *btl = b->btl;
 
-            if ((btl->btl_flags & MCA_COLL_OFI_BTL_FLAGS) != MCA_COLL_OFI_BTL_FLAGS ||
-                !(btl->btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD) || NULL == btl->btl_put ||
-                NULL == btl->btl_get || NULL == btl->btl_atomic_fop ||
+            if ((btl->btl_flags & MCA_COLL_OFI_BTL_FLAGS) != MCA_COLL_OFI_BTL_FLAGS
+                || !(btl->btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD) || NULL == btl->btl_put
+                || NULL == btl->btl_get || NULL == btl->btl_atomic_fop ||
                 /* chunks and flags come in any size and at 8-byte alignment */
                 btl->btl_put_alignment > 1 || btl->btl_get_alignment > 1) {
                 continue;
@@ -59,8 +58,9 @@ static int mca_coll_ofi_pick_btl(mca_coll_ofi_module_t *m, const char **why)
             chosen = b;
         }
         if (NULL == chosen) {
-            *why = (NULL == m->btl) ? "a peer is reached by no BTL with put, get and fetching atomics"
-                                    : "peers are reached through different BTL modules";
+            *why = (NULL == m->btl)
+                       ? "a peer is reached by no BTL with put, get and fetching atomics"
+                       : "peers are reached through different BTL modules";
             return OMPI_ERR_UNREACH;
         }
         m->btl = chosen->btl;
@@ -106,8 +106,8 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     }
 
     if (NULL != m->btl->btl_register_mem) {
-        m->handle = m->btl->btl_register_mem(m->btl, MCA_BTL_ENDPOINT_ANY, m->block,
-                                             m->block_size, MCA_BTL_REG_FLAG_ACCESS_ANY);
+        m->handle = m->btl->btl_register_mem(m->btl, MCA_BTL_ENDPOINT_ANY, m->block, m->block_size,
+                                             MCA_BTL_REG_FLAG_ACCESS_ANY);
         if (NULL == m->handle) {
             *why = "the BTL could not register the cache";
             goto free_block;
@@ -193,11 +193,9 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     if (OMPI_SUCCESS != rc) {
         goto release_cache;
     }
-    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] ||
-        agree[5] != -agree[6]) {
+    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] || agree[5] != -agree[6]) {
         opal_output_verbose((0 == m->rank || NULL != why) ? 1 : 2, mca_coll_ofi_component.output,
-                            "coll:ofi: not serving communicator %u (rank %d): %s", m->cid,
-                            m->rank,
+                            "coll:ofi: not serving communicator %u (rank %d): %s", m->cid, m->rank,
                             why ? why
                                 : (0 == agree[0] ? "another rank cannot reach its peers over RDMA"
                                                  : "ranks differ in BTL, handle size or "
@@ -236,9 +234,8 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     opal_output_verbose(0 == m->rank ? 1 : 2, mca_coll_ofi_component.output,
                         "coll:ofi: serving communicator %u with %d ranks over btl %s "
                         "(rank %d, %zu-byte data cache, fanout %d)",
-                        m->cid, m->size,
-                        m->btl->btl_component->btl_version.mca_component_name, m->rank,
-                        m->data_size, mca_coll_ofi_component.fanout);
+                        m->cid, m->size, m->btl->btl_component->btl_version.mca_component_name,
+                        m->rank, m->data_size, mca_coll_ofi_component.fanout);
     return 1;
 
 release_cache:
@@ -278,9 +275,9 @@ static mca_btl_base_registration_handle_t *mca_coll_ofi_remote_handle(mca_coll_o
     if (NULL == m->handle) {
         return NULL;
     }
-    return (mca_btl_base_registration_handle_t *) (m->block + m->off_dir +
-                                                   (size_t) peer * m->dir_stride +
-                                                   2 * sizeof(uint64_t));
+    return (mca_btl_base_registration_handle_t *) (m->block + m->off_dir
+                                                   + (size_t) peer * m->dir_stride
+                                                   + 2 * sizeof(uint64_t));
 }
 
 static void mca_coll_ofi_rdma_done(struct mca_btl_base_module_t *btl,
@@ -304,20 +301,20 @@ static void mca_coll_ofi_rdma_done(struct mca_btl_base_module_t *btl,
 /* Issue one RDMA operation through ISSUE (an expression of the BTL call),
  * retrying while the BTL is out of resources, and keep m->pending right
  * whether it completes later (callback), at once (1) or not at all. */
-#define MCA_COLL_OFI_ISSUE(m, rc, ISSUE)                                    \
-    do {                                                                    \
-        (void) __atomic_add_fetch(&(m)->pending, 1, __ATOMIC_RELAXED);      \
-        for (;;) {                                                          \
-            (rc) = (ISSUE);                                                 \
-            if (OPAL_ERR_OUT_OF_RESOURCE != (rc) && OPAL_ERR_TEMP_OUT_OF_RESOURCE != (rc)) { \
-                break;                                                      \
-            }                                                               \
-            opal_progress();                                                \
-        }                                                                   \
-        if (OPAL_SUCCESS != (rc)) {                                         \
-            (void) __atomic_sub_fetch(&(m)->pending, 1, __ATOMIC_RELEASE);  \
-            (rc) = (1 == (rc)) ? OMPI_SUCCESS : (rc);                       \
-        }                                                                   \
+#define MCA_COLL_OFI_ISSUE(m, rc, ISSUE)                                                           \
+    do {                                                                                           \
+        (void) __atomic_add_fetch(&(m)->pending, 1, __ATOMIC_RELAXED);                             \
+        for (;;) {                                                                                 \
+            (rc) = (ISSUE);                                                                        \
+            if (OPAL_ERR_OUT_OF_RESOURCE != (rc) && OPAL_ERR_TEMP_OUT_OF_RESOURCE != (rc)) {       \
+                break;                                                                             \
+            }                                                                                      \
+            opal_progress();                                                                       \
+        }                                                                                          \
+        if (OPAL_SUCCESS != (rc)) {                                                                \
+            (void) __atomic_sub_fetch(&(m)->pending, 1, __ATOMIC_RELEASE);                         \
+            (rc) = (1 == (rc)) ? OMPI_SUCCESS : (rc);                                              \
+        }                                                                                          \
     } while (0)
 
 static size_t mca_coll_ofi_limit(size_t limit)
@@ -326,48 +323,42 @@ static size_t mca_coll_ofi_limit(size_t limit)
     return (0 == limit) ? SIZE_MAX : limit;
 }
 
-int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
-                     size_t size)
+/* SIZE bytes between LOCAL and REMOTE_OFF of PEER's block, by put or get,
+ * in pieces of the btl's limit */
+static int mca_coll_ofi_rdma(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                             size_t size, bool put)
 {
     mca_btl_base_module_t *btl = m->btl;
+    /* put and get have the same signature in BTL 3.1 */
+    mca_btl_base_module_get_fn_t move = put ? btl->btl_put : btl->btl_get;
     uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
-    size_t limit = mca_coll_ofi_limit(btl->btl_put_limit);
+    size_t limit = mca_coll_ofi_limit(put ? btl->btl_put_limit : btl->btl_get_limit);
     int rc = OMPI_SUCCESS;
 
     for (size_t done = 0; done < size && OMPI_SUCCESS == rc;) {
         size_t len = (size - done < limit) ? size - done : limit;
         MCA_COLL_OFI_ISSUE(m, rc,
-                           btl->btl_put(btl, m->endpoints[peer], (char *) local + done,
-                                        raddr + done, m->handle,
-                                        mca_coll_ofi_remote_handle(m, peer), len, 0,
-                                        MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done, m, NULL));
+                           move(btl, m->endpoints[peer], (char *) local + done, raddr + done,
+                                m->handle, mca_coll_ofi_remote_handle(m, peer), len, 0,
+                                MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done, m, NULL));
         done += len;
     }
     return rc;
+}
+
+int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                     size_t size)
+{
+    return mca_coll_ofi_rdma(m, peer, local, remote_off, size, true);
 }
 
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size)
 {
-    mca_btl_base_module_t *btl = m->btl;
-    uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
-    size_t limit = mca_coll_ofi_limit(btl->btl_get_limit);
-    int rc = OMPI_SUCCESS;
-
-    for (size_t done = 0; done < size && OMPI_SUCCESS == rc;) {
-        size_t len = (size - done < limit) ? size - done : limit;
-        MCA_COLL_OFI_ISSUE(m, rc,
-                           btl->btl_get(btl, m->endpoints[peer], (char *) local + done,
-                                        raddr + done, m->handle,
-                                        mca_coll_ofi_remote_handle(m, peer), len, 0,
-                                        MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done, m, NULL));
-        done += len;
-    }
-    return rc;
+    return mca_coll_ofi_rdma(m, peer, local, remote_off, size, false);
 }
 
-int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off,
-                           uint64_t operand)
+int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t operand)
 {
     mca_btl_base_module_t *btl = m->btl;
     uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
@@ -397,7 +388,8 @@ int mca_coll_ofi_complete(mca_coll_ofi_module_t *m)
     rc = m->op_status;
     if (OMPI_SUCCESS != rc) {
         m->op_status = OMPI_SUCCESS;
-        opal_output(0, "coll:ofi: communicator %u rank %d: an RDMA operation through btl %s "
+        opal_output(0,
+                    "coll:ofi: communicator %u rank %d: an RDMA operation through btl %s "
                     "failed (%d); the collective returns an error",
                     m->cid, m->rank, m->btl->btl_component->btl_version.mca_component_name, rc);
         return OMPI_ERROR;
@@ -413,8 +405,10 @@ int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer)
     if (OMPI_SUCCESS == rc && NULL != m->btl->btl_flush) {
         rc = m->btl->btl_flush(m->btl, m->endpoints[peer]);
         if (OPAL_SUCCESS != rc) {
-            opal_output(0, "coll:ofi: communicator %u rank %d: btl_flush towards rank %d "
-                        "failed (%d)", m->cid, m->rank, peer, rc);
+            opal_output(0,
+                        "coll:ofi: communicator %u rank %d: btl_flush towards rank %d "
+                        "failed (%d)",
+                        m->cid, m->rank, peer, rc);
             return OMPI_ERROR;
         }
     }

@@ -29,21 +29,21 @@ static int mca_coll_ofi_close(void);
 static int mca_coll_ofi_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 
 mca_coll_ofi_component_t mca_coll_ofi_component = {
-    .super = {
-        .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
-            .mca_component_name = "ofi",
-            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
-            .mca_open_component = mca_coll_ofi_open,
-            .mca_close_component = mca_coll_ofi_close,
-            .mca_register_component_params = mca_coll_ofi_register,
+    .super =
+        {
+            .collm_version =
+                {
+                    MCA_COLL_BASE_VERSION_2_0_0,
+                    .mca_component_name = "ofi",
+                    MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+                    .mca_open_component = mca_coll_ofi_open,
+                    .mca_close_component = mca_coll_ofi_close,
+                    .mca_register_component_params = mca_coll_ofi_register,
+                },
+            .collm_data = {MCA_BASE_METADATA_PARAM_NONE},
+            .collm_init_query = mca_coll_ofi_init_query,
+            .collm_comm_query = mca_coll_ofi_comm_query,
         },
-        .collm_data = {
-            MCA_BASE_METADATA_PARAM_NONE
-        },
-        .collm_init_query = mca_coll_ofi_init_query,
-        .collm_comm_query = mca_coll_ofi_comm_query,
-    },
     .priority = 0,
     .verbose = 0,
     .fanout = 2,
@@ -53,8 +53,8 @@ mca_coll_ofi_component_t mca_coll_ofi_component = {
 
 static int mca_coll_ofi_reg_int(const char *name, const char *help, int *storage, int level)
 {
-    return mca_base_component_var_register(&mca_coll_ofi_component.super.collm_version, name,
-                                           help, MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
+    return mca_base_component_var_register(&mca_coll_ofi_component.super.collm_version, name, help,
+                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
                                            MCA_BASE_VAR_SCOPE_READONLY, storage);
 }
 
@@ -130,8 +130,7 @@ static int mca_coll_ofi_register(void)
     mca_coll_ofi_reg_pvar("served_allreduce",
                           "MPI_Allreduce calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_allreduce));
-    mca_coll_ofi_reg_pvar("served_barrier",
-                          "MPI_Barrier calls coll/ofi served on the communicator",
+    mca_coll_ofi_reg_pvar("served_barrier", "MPI_Barrier calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_barrier));
     mca_coll_ofi_reg_pvar("passed_on",
                           "Calls coll/ofi passed to the previous coll component on the "
@@ -170,15 +169,19 @@ static void mca_coll_ofi_check_params(void)
     if (c->fanout < 1) {
         opal_show_help(MCA_COLL_OFI_HELP_FILE, "bad param", true, host, "coll_ofi_fanout",
                        c->fanout, "1 or more", 2);
-        opal_output_verbose(1, c->output, "coll:ofi: coll_ofi_fanout %d is out of range "
-                            "(1 or more); using 2", c->fanout);
+        opal_output_verbose(1, c->output,
+                            "coll:ofi: coll_ofi_fanout %d is out of range "
+                            "(1 or more); using 2",
+                            c->fanout);
         c->fanout = 2;
     }
     if (c->cache_pages < 0 || c->cache_pages > MCA_COLL_OFI_MAX_PAGES) {
         opal_show_help(MCA_COLL_OFI_HELP_FILE, "bad param", true, host, "coll_ofi_cache_pages",
                        c->cache_pages, "0 to 65536", 32);
-        opal_output_verbose(1, c->output, "coll:ofi: coll_ofi_cache_pages %d is out of range "
-                            "(0 to 65536); using 32", c->cache_pages);
+        opal_output_verbose(1, c->output,
+                            "coll:ofi: coll_ofi_cache_pages %d is out of range "
+                            "(0 to 65536); using 32",
+                            c->cache_pages);
         c->cache_pages = 32;
     }
 }

@@ -56,8 +56,8 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
                             "coll:ofi: communicator %u rank %d: served %" PRIu64 " bcast, %" PRIu64
                             " reduce, %" PRIu64 " allreduce, %" PRIu64 " barrier; %" PRIu64
                             " calls passed to the previous component",
-                            m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce,
-                            m->n_barrier, m->n_fallback);
+                            m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
+                            m->n_fallback);
     }
     mca_coll_ofi_cache_release(m);
 
@@ -84,13 +84,13 @@ OBJ_CLASS_INSTANCE(mca_coll_ofi_module_t, mca_coll_base_module_t, mca_coll_ofi_m
 /* Keep FN/MODULE of the communicator's current table in our module, with a
  * reference, so our functions can pass calls on to them for the
  * communicator's whole life. */
-#define MCA_COLL_OFI_SAVE(m, comm, name)                                   \
-    do {                                                                   \
-        (m)->prev_##name = (comm)->c_coll->coll_##name;                    \
-        (m)->prev_##name##_module = (comm)->c_coll->coll_##name##_module;  \
-        if (NULL != (m)->prev_##name##_module) {                           \
-            OBJ_RETAIN((m)->prev_##name##_module);                         \
-        }                                                                  \
+#define MCA_COLL_OFI_SAVE(m, comm, name)                                                           \
+    do {                                                                                           \
+        (m)->prev_##name = (comm)->c_coll->coll_##name;                                            \
+        (m)->prev_##name##_module = (comm)->c_coll->coll_##name##_module;                          \
+        if (NULL != (m)->prev_##name##_module) {                                                   \
+            OBJ_RETAIN((m)->prev_##name##_module);                                                 \
+        }                                                                                          \
     } while (0)
 
 static int mca_coll_ofi_module_enable(mca_coll_base_module_t *module,
@@ -107,9 +107,10 @@ static int mca_coll_ofi_module_enable(mca_coll_base_module_t *module,
     /* Every fallback and the set-up exchange need a lower component for
      * each of these; without one (coll_ofi_priority below every other
      * component's, or those excluded) there is nothing to stand on. */
-    if (NULL == m->prev_allgather || NULL == m->prev_allreduce || NULL == m->prev_bcast ||
-        NULL == m->prev_reduce || NULL == m->prev_barrier) {
-        opal_output(0, "coll:ofi: communicator %u: no lower-priority coll component provides "
+    if (NULL == m->prev_allgather || NULL == m->prev_allreduce || NULL == m->prev_bcast
+        || NULL == m->prev_reduce || NULL == m->prev_barrier) {
+        opal_output(0,
+                    "coll:ofi: communicator %u: no lower-priority coll component provides "
                     "allgather, allreduce, bcast, reduce and barrier; coll/ofi needs one "
                     "(give coll_ofi_priority a value above e.g. coll_tuned_priority, and do "
                     "not exclude the basic or tuned components)",

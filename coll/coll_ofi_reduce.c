@@ -62,8 +62,7 @@ static void mca_coll_ofi_reduce_roles(const mca_coll_ofi_module_t *m, int root, 
 }
 
 /* Read PEER's out for step S into our in, and free its out again. */
-static int mca_coll_ofi_pull(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *in,
-                             size_t len)
+static int mca_coll_ofi_pull(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *in, size_t len)
 {
     int rc;
 
@@ -165,8 +164,8 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
     ompi_datatype_type_size(dtype, &size);
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
-    if (0 == size || (ptrdiff_t) size != extent || 0 != lb || 0 != true_lb ||
-        !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+    if (0 == size || (ptrdiff_t) size != extent || 0 != lb || 0 != true_lb
+        || !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
         opal_output_verbose(2, mca_coll_ofi_component.output,
                             "coll:ofi: communicator %u: reduction on a datatype with gaps or "
                             "a lower bound passed to the previous component",
@@ -185,9 +184,9 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
     return true;
 }
 
-int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count,
-                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                        mca_coll_base_module_t *module)
 {
     mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
     const char *own;
@@ -269,9 +268,9 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
     return mca_coll_ofi_complete(m);
 }
 
-int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count,
-                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
+int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                           mca_coll_base_module_t *module)
 {
     mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
     const char *own;

@@ -47,30 +47,11 @@ static int find_cvar(const char *name, char *value, int len)
 }
 
 /* Open MPI counts a counter from the moment its handle is allocated, so
- * handles are allocated before the traffic and read after it. */
-static MPI_T_pvar_handle pvar_start(MPI_T_pvar_session session, const char *name)
-{
-    int count, i;
-    MPI_T_pvar_handle h = MPI_T_PVAR_HANDLE_NULL;
-    MPI_T_pvar_get_num(&count);
-    for (i = 0; i < count; ++i) {
-        char n[256], desc[1024];
-        int nlen = sizeof(n), dlen = sizeof(desc), verb, var_class, bind, ro, cont, atomic, hc;
-        MPI_Datatype dt;
-        MPI_T_enum en;
-        if (MPI_SUCCESS == MPI_T_pvar_get_info(i, n, &nlen, &verb, &var_class, &dt, &en, desc,
-                                               &dlen, &bind, &ro, &cont, &atomic)
-            && 0 == strcmp(n, name)) {
-            MPI_T_pvar_handle_alloc(session, i, NULL, &h, &hc);
-            break;
-        }
-    }
-    return h;
-}
-
-/* A counter bound to MPI_COMM_WORLD (coll/ofi's served calls), or NULL
- * where coll/ofi is not loaded. */
-static MPI_T_pvar_handle pvar_start_world(MPI_T_pvar_session session, const char *name)
+ * handles are allocated before the traffic and read after it. BIND: the
+ * object the counter is bound to (MPI_T_BIND_NO_OBJECT, or
+ * MPI_T_BIND_MPI_COMM for coll/ofi's, bound to MPI_COMM_WORLD); NULL
+ * handle where there is no such counter. */
+static MPI_T_pvar_handle pvar_start(MPI_T_pvar_session session, const char *name, int want_bind)
 {
     int count, i;
     MPI_Comm world = MPI_COMM_WORLD;
@@ -83,8 +64,9 @@ static MPI_T_pvar_handle pvar_start_world(MPI_T_pvar_session session, const char
         MPI_T_enum en;
         if (MPI_SUCCESS == MPI_T_pvar_get_info(i, n, &nlen, &verb, &var_class, &dt, &en, desc,
                                                &dlen, &bind, &ro, &cont, &atomic)
-            && 0 == strcmp(n, name) && MPI_T_BIND_MPI_COMM == bind) {
-            MPI_T_pvar_handle_alloc(session, i, &world, &h, &hc);
+            && 0 == strcmp(n, name) && bind == want_bind) {
+            MPI_T_pvar_handle_alloc(session, i, MPI_T_BIND_MPI_COMM == bind ? &world : NULL, &h,
+                                    &hc);
             break;
         }
     }
@@ -144,8 +126,8 @@ int main(int argc, char **argv)
     MPI_Win_create(counter_mem, sizeof(int64_t), sizeof(int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
                    &cwin);
     MPI_T_pvar_session_create(&session);
-    MPI_T_pvar_handle put_h = pvar_start(session, "btl_ofi_put_count");
-    MPI_T_pvar_handle amo_h = pvar_start(session, "btl_ofi_atomic_count");
+    MPI_T_pvar_handle put_h = pvar_start(session, "btl_ofi_put_count", MPI_T_BIND_NO_OBJECT);
+    MPI_T_pvar_handle amo_h = pvar_start(session, "btl_ofi_atomic_count", MPI_T_BIND_NO_OBJECT);
 
     /* latency: 8-byte put + flush, get + flush, fetch-add, compare-swap */
     MPI_Win_lock_all(0, win);
@@ -211,8 +193,8 @@ int main(int argc, char **argv)
     /* collectives: with coll_ofi_priority raised (scripts/demo.sh does),
      * coll/ofi runs them as puts and atomics over the same btl. A 1 MiB
      * broadcast from the last rank and a sum over every rank, checked */
-    MPI_T_pvar_handle bc_h = pvar_start_world(session, "coll_ofi_served_bcast");
-    MPI_T_pvar_handle ar_h = pvar_start_world(session, "coll_ofi_served_allreduce");
+    MPI_T_pvar_handle bc_h = pvar_start(session, "coll_ofi_served_bcast", MPI_T_BIND_MPI_COMM);
+    MPI_T_pvar_handle ar_h = pvar_start(session, "coll_ofi_served_allreduce", MPI_T_BIND_MPI_COMM);
     const int nelem = 1 << 18;
     int *vec = malloc(nelem * sizeof(int));
     for (i = 0; i < nelem; ++i) {

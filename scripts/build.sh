@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 #
-# Build and install the ofi BTL component:
+# Build and install the ofi BTL component, coll/ofi, and Open MPI's
+# osc/rdma with the fixes of osc-rdma/patches:
 #
 #   scripts/build.sh              install missing Debian packages (as root),
-#                                 then autogen, configure, make, make install
+#                                 then autogen, configure, make, make install,
+#                                 then scripts/build-osc-rdma.sh
 #   scripts/build.sh --deps-only  only the package check/installation
 #
-# Installs into PREFIX = ${BTL_OFI_PREFIX:-<repo>/_install}; the component
-# ends up as $PREFIX/lib/openmpi/mca_btl_ofi.so. Run it through
-# scripts/ofirun to make Open MPI load it instead of its own btl/ofi.
+# Installs into PREFIX = ${BTL_OFI_PREFIX:-<repo>/_install}: mca_btl_ofi.so,
+# mca_coll_ofi.so and mca_osc_rdma.so in $PREFIX/lib/openmpi. Run jobs
+# through scripts/ofirun to make Open MPI load them instead of its own.
 #
 # Extra configure arguments: BTL_OFI_CONFIGURE_ARGS="--enable-werror ...".
+# BTL_OFI_OSC_RDMA=0: no osc/rdma of ours (Debian's is used; it deadlocks
+# on dynamic windows across nodes, README "osc/rdma").
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,7 +41,7 @@ log() { echo "build.sh: $*"; }
 # ------------------------------------------------------------------
 # (iproute2 and procps: the simulated hosts of tests/hosts)
 packages=(openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin autoconf automake libtool
-    pkg-config make gcc iproute2 procps)
+    pkg-config make gcc iproute2 procps dpkg-dev patch)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -103,3 +107,12 @@ if [[ ! -f $so ]]; then
     exit 1
 fi
 log "installed $so"
+
+if [[ ${BTL_OFI_OSC_RDMA:-1} == 0 ]]; then
+    rm -f "$prefix/lib/openmpi/mca_osc_rdma.so"
+    log "BTL_OFI_OSC_RDMA=0: no osc/rdma of ours (Debian's is used)"
+elif ! bash "$repo/scripts/build-osc-rdma.sh"; then
+    echo "build.sh: osc/rdma with the upstream fix could not be built (above);" \
+        "BTL_OFI_OSC_RDMA=0 builds without it" >&2
+    exit 1
+fi

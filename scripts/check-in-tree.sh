@@ -124,73 +124,10 @@ setup_workdir() {
 packages=(dpkg-dev autoconf automake libtool flex perl make gcc libc6-dev pkg-config
     libfabric-dev libhwloc-dev libevent-dev libpmix-dev)
 
-# The deb-src entry this script adds when apt knows no source package.
-src_list=/etc/apt/sources.list.d/btl-ofi-deb-src.list
-
-installed() {
-    [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == 'install ok installed' ]]
-}
-
-# apt-get with a wait for the dpkg lock (other jobs may be installing).
-aptget() { apt-get -o DPkg::Lock::Timeout=600 "$@"; }
-
-# openmpi_src_known: apt's source lists have Open MPI 4.1.
-openmpi_src_known() {
-    local out
-    out=$(apt-cache showsrc openmpi 2>/dev/null)
-    grep -E '^Version: ([0-9]+:)?4\.1\.' <<<"$out" >/dev/null
-}
-
-# The release this machine runs (bookworm on Debian 12).
-codename() {
-    local c
-    # shellcheck source=/dev/null
-    c=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
-    [[ -n $c ]] || c=$(sed -n 's/^Suites: *\([a-z]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
-    echo "${c:-bookworm}"
-}
-
-# apt_update: apt-get update, retried (the lists lock may be held by
-# another job, or the mirror may hiccup).  A failure is not fatal by
-# itself: what matters is whether the install and the source fetch work.
-apt_update() {
-    local i
-    for i in 1 2 3; do
-        aptget update && return 0
-        echo "apt-get update failed (try $i of 3)"
-        sleep 10
-    done
-    return 1
-}
-
-# add_deb_src: a deb-src entry of our own for the main component of
-# the Debian release, at every archive apt already takes its binary
-# packages of that release from (read through apt itself, so the
-# one-line sources.list format and the deb822 .sources format of
-# Debian 12 are both understood), or at deb.debian.org when there is
-# none.  Nothing of apt's existing configuration is changed.
-add_deb_src() {
-    local rel uris u
-    rel=$(codename)
-    uris=$(apt-get indextargets --no-release-info --format '$(REPO_URI)' \
-        'Target-Of: deb' 'Identifier: Packages' "Release: $rel" 'Component: main' 2>/dev/null | sort -u)
-    [[ -n $uris ]] || uris=http://deb.debian.org/debian/
-    {
-        echo "# added by btl/ofi's scripts/check-in-tree.sh for apt-get source"
-        for u in $uris; do
-            echo "deb-src $u $rel main"
-        done
-    } >"$src_list" || return 1
-    echo "added $src_list:"
-    cat "$src_list"
-}
-
-# deb_src_configured: apt's sources have a deb-src entry for the main
-# component of this release (in any file, in any format).
-deb_src_configured() {
-    [[ -n $(apt-get indextargets --no-release-info --format '$(REPO_URI)' \
-        'Target-Of: deb-src' "Release: $(codename)" 'Component: main' 2>/dev/null) ]]
-}
+# Debian's source packages through apt (deb-src entries, apt-get update
+# with retries): shared with scripts/build-osc-rdma.sh
+# shellcheck source=scripts/debian-source.sh
+source "$repo/scripts/debian-source.sh"
 
 phase_packages() {
     local missing=() p

@@ -11,13 +11,14 @@
 #     upstream version>);
 #  3. apt-get install ./the.deb: ompi_info, with no component path set,
 #     lists OUR btl/ofi and coll/ofi (Component v<configure.ac's version>),
-#     the diversion
-#     of libopenmpi3's mca_btl_ofi.so is in place, and the one-sided demo
+#     the diversions of libopenmpi3's mca_btl_ofi.so and mca_osc_rdma.so
+#     are in place (ompi_info lists osc_rdma_patches), and the one-sided demo
 #     (examples/osc_demo.c) run with plain mpirun --mca btl ofi,self
 #     --mca osc rdma ends "verified: 0 wrong byte(s) or count(s)" with our
 #     version in its output;
-#  4. apt-get remove: Debian's btl/ofi is back (ompi_info, and dpkg --verify
-#     libopenmpi3 finds its file unchanged), the diversion is gone;
+#  4. apt-get remove: Debian's btl/ofi and osc/rdma are back (ompi_info,
+#     and dpkg --verify libopenmpi3 finds both files unchanged), the
+#     diversions are gone;
 #  5. dpkg --purge: the package is unknown to dpkg and left no file.
 # On any failure the package is purged, which restores Debian's file: the
 # machine is left as it was. Prints one line per step,
@@ -64,6 +65,12 @@ ours=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' "$repo/configure.ac"
 debian=$(dpkg-query -W -f='${Version}' libopenmpi3 | sed -E 's/-[^-]*$//')
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 comp=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_btl_ofi.so
+osc=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_osc_rdma.so
+# osc/rdma's read-only list of the fixes it carries (ours only)
+osc_patches() {
+    ompi_info --param osc rdma --level 3 2>/dev/null | grep -o 'osc_rdma_patches" (current value: "[^"]*' |
+        sed 's/.*current value: "//'
+}
 if known; then
     step FAIL build $SECONDS "$pkg is installed already: remove it first (apt-get purge $pkg)"
     trap - EXIT
@@ -98,6 +105,8 @@ fi
 with=$(ofi_line)
 divert=$(dpkg-divert --list "$comp")
 coll=$(ompi_info 2>/dev/null | grep -m1 'MCA coll: ofi ' | sed 's/^ *//')
+odivert=$(dpkg-divert --list "$osc")
+opatches=$(osc_patches)
 mpicc -O2 -o "$logdir/osc_demo" "$repo/examples/osc_demo.c" >"$logdir/demo.log" 2>&1
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl ofi,self \
     --mca osc rdma --mca btl_ofi_provider_include shm "$logdir/osc_demo" >>"$logdir/demo.log" 2>&1
@@ -111,30 +120,34 @@ elif ((switch > 0 || traces > 0)); then
     step FAIL install $t0 "the package carries the test-only fault switch (ompi_info: $switch parameter line(s), $traces string(s) in $comp): debian/rules must not configure --enable-fault-injection"
 elif [[ $coll != *"Component v$ours)"* ]]; then
     step FAIL install $t0 "ompi_info lists no coll/ofi v$ours: '${coll:-none}'"
+elif [[ $odivert != *"by $pkg"* || $opatches != *dynamic-region-deadlock* ]]; then
+    step FAIL install $t0 "osc/rdma: diversion '${odivert:-none}', osc_rdma_patches '${opatches:-none}' (want ours, with the dynamic-region fix)"
 elif [[ $divert != *"by $pkg"* ]]; then
     step FAIL install $t0 "no diversion of $comp by $pkg: '$divert'"
 elif ((rc != 0)) || ! grep -q "^verified: 0 wrong byte(s) or count(s)" "$logdir/demo.log" ||
     ! grep -q "0\.1\.0\|v$ours" "$logdir/demo.log"; then
     step FAIL install $t0 "the demo with plain mpirun failed (exit code $rc): $(tail -n 3 "$logdir/demo.log" | paste -sd ' ' -)"
 else
-    step PASS install $t0 "ompi_info: '$with' and '$coll' with no component path set; $divert; no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
+    step PASS install $t0 "ompi_info: '$with' and '$coll' with no component path set; $divert; $odivert (osc_rdma_patches: $opatches); no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
 fi
 
 # 4. removed
 t0=$SECONDS
 DEBIAN_FRONTEND=noninteractive apt-get remove -y "$pkg" >"$logdir/remove.log" 2>&1
 after=$(ofi_line)
-verify=$(dpkg --verify libopenmpi3 2>&1 | grep "mca_btl_ofi" || true)
+verify=$(dpkg --verify libopenmpi3 2>&1 | grep "mca_btl_ofi\|mca_osc_rdma" || true)
 if installed; then
     step FAIL remove $t0 "apt-get remove left $pkg installed: $(tail -n 2 "$logdir/remove.log" | paste -sd ' ' -)"
 elif [[ $after != *"Component v$debian)"* ]]; then
     step FAIL remove $t0 "Debian's btl/ofi is not back: ompi_info lists '$after'"
-elif [[ -n $(dpkg-divert --list "$comp") ]]; then
-    step FAIL remove $t0 "the diversion is still there: $(dpkg-divert --list "$comp")"
-elif [[ -n $verify || ! -f $comp ]]; then
-    step FAIL remove $t0 "libopenmpi3's $comp is not intact: '${verify:-missing}'"
+elif [[ -n $(dpkg-divert --list "$comp") || -n $(dpkg-divert --list "$osc") ]]; then
+    step FAIL remove $t0 "a diversion is still there: $(dpkg-divert --list "$comp") $(dpkg-divert --list "$osc")"
+elif [[ -n $verify || ! -f $comp || ! -f $osc ]]; then
+    step FAIL remove $t0 "libopenmpi3's $comp or $osc is not intact: '${verify:-missing}'"
+elif [[ -n $(osc_patches) ]]; then
+    step FAIL remove $t0 "ompi_info still loads our osc/rdma ($(osc_patches))"
 else
-    step PASS remove $t0 "ompi_info: '$after'; dpkg --verify libopenmpi3: its mca_btl_ofi.so unchanged"
+    step PASS remove $t0 "ompi_info: '$after'; Debian's osc/rdma back; dpkg --verify libopenmpi3: its mca_btl_ofi.so and mca_osc_rdma.so unchanged"
 fi
 
 # 5. purged

@@ -220,6 +220,18 @@ else
         "$logdir/ompi_info.log"
 fi
 
+# osc/rdma: ours, with osc-rdma/patches (scripts/build-osc-rdma.sh), so
+# every one-sided test below runs through it
+t0=$SECONDS
+osc=$(OMPI_MCA_mca_base_component_path=$cpath ompi_info --param osc rdma --level 3 2>&1 |
+    grep -o 'osc_rdma_patches" (current value: "[^"]*' | sed 's/.*value: "//')
+if [[ $osc == *dynamic-region-deadlock* ]]; then
+    pass "ompi_info osc:rdma is ours" $((SECONDS - t0)) "osc_rdma_patches: $osc"
+else
+    fail "ompi_info osc:rdma is ours" $((SECONDS - t0)) \
+        "ompi_info with path $cpath lists no osc_rdma_patches with the dynamic-region fix (built with BTL_OFI_OSC_RDMA=0?)"
+fi
+
 group_done build $g0
 
 # ------------------------------------------------------------------

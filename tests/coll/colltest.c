@@ -25,8 +25,8 @@
 #include <string.h>
 #include <time.h>
 
-static int g_fail;          /* mismatches seen by this rank */
-static int g_reported;      /* FAIL lines printed (capped) */
+static int g_fail;     /* mismatches seen by this rank */
+static int g_reported; /* FAIL lines printed (capped) */
 static size_t g_max_bytes = 4u << 20;
 static int g_world_rank;
 
@@ -73,8 +73,26 @@ typedef struct {
 } tinfo_t;
 
 enum {
-    T_INT, T_LONG, T_SHORT, T_UNSIGNED, T_ULONG, T_LLONG, T_SCHAR, T_UCHAR, T_INT8, T_INT16,
-    T_INT32, T_INT64, T_UINT8, T_UINT16, T_UINT32, T_UINT64, T_FLOAT, T_DOUBLE, T_LDOUBLE, T_CHAR
+    T_INT,
+    T_LONG,
+    T_SHORT,
+    T_UNSIGNED,
+    T_ULONG,
+    T_LLONG,
+    T_SCHAR,
+    T_UCHAR,
+    T_INT8,
+    T_INT16,
+    T_INT32,
+    T_INT64,
+    T_UINT8,
+    T_UINT16,
+    T_UINT32,
+    T_UINT64,
+    T_FLOAT,
+    T_DOUBLE,
+    T_LDOUBLE,
+    T_CHAR
 };
 
 static tinfo_t types[] = {
@@ -103,13 +121,17 @@ static tinfo_t types[] = {
 static void store(const tinfo_t *t, void *buf, size_t i, long double v)
 {
     switch (t->code) {
-#define ST(code, ctype) case code: ((ctype *) buf)[i] = (ctype) v; break;
-    ST(T_INT, int) ST(T_LONG, long) ST(T_SHORT, short) ST(T_UNSIGNED, unsigned)
-    ST(T_ULONG, unsigned long) ST(T_LLONG, long long) ST(T_SCHAR, signed char)
-    ST(T_UCHAR, unsigned char) ST(T_INT8, int8_t) ST(T_INT16, int16_t) ST(T_INT32, int32_t)
-    ST(T_INT64, int64_t) ST(T_UINT8, uint8_t) ST(T_UINT16, uint16_t) ST(T_UINT32, uint32_t)
-    ST(T_UINT64, uint64_t) ST(T_FLOAT, float) ST(T_DOUBLE, double) ST(T_LDOUBLE, long double)
-    ST(T_CHAR, char)
+#define ST(code, ctype)                                                                            \
+    case code:                                                                                     \
+        ((ctype *) buf)[i] = (ctype) v;                                                            \
+        break;
+        ST(T_INT, int)
+        ST(T_LONG, long) ST(T_SHORT, short) ST(T_UNSIGNED, unsigned) ST(T_ULONG, unsigned long)
+            ST(T_LLONG, long long) ST(T_SCHAR, signed char) ST(T_UCHAR, unsigned char)
+                ST(T_INT8, int8_t) ST(T_INT16, int16_t) ST(T_INT32, int32_t) ST(T_INT64, int64_t)
+                    ST(T_UINT8, uint8_t) ST(T_UINT16, uint16_t) ST(T_UINT32, uint32_t)
+                        ST(T_UINT64, uint64_t) ST(T_FLOAT, float) ST(T_DOUBLE, double)
+                            ST(T_LDOUBLE, long double) ST(T_CHAR, char)
 #undef ST
     }
 }
@@ -117,13 +139,16 @@ static void store(const tinfo_t *t, void *buf, size_t i, long double v)
 static long double load(const tinfo_t *t, const void *buf, size_t i)
 {
     switch (t->code) {
-#define LD(code, ctype) case code: return (long double) ((const ctype *) buf)[i];
-    LD(T_INT, int) LD(T_LONG, long) LD(T_SHORT, short) LD(T_UNSIGNED, unsigned)
-    LD(T_ULONG, unsigned long) LD(T_LLONG, long long) LD(T_SCHAR, signed char)
-    LD(T_UCHAR, unsigned char) LD(T_INT8, int8_t) LD(T_INT16, int16_t) LD(T_INT32, int32_t)
-    LD(T_INT64, int64_t) LD(T_UINT8, uint8_t) LD(T_UINT16, uint16_t) LD(T_UINT32, uint32_t)
-    LD(T_UINT64, uint64_t) LD(T_FLOAT, float) LD(T_DOUBLE, double) LD(T_LDOUBLE, long double)
-    LD(T_CHAR, char)
+#define LD(code, ctype)                                                                            \
+    case code:                                                                                     \
+        return (long double) ((const ctype *) buf)[i];
+        LD(T_INT, int)
+        LD(T_LONG, long) LD(T_SHORT, short) LD(T_UNSIGNED, unsigned) LD(T_ULONG, unsigned long)
+            LD(T_LLONG, long long) LD(T_SCHAR, signed char) LD(T_UCHAR, unsigned char)
+                LD(T_INT8, int8_t) LD(T_INT16, int16_t) LD(T_INT32, int32_t) LD(T_INT64, int64_t)
+                    LD(T_UINT8, uint8_t) LD(T_UINT16, uint16_t) LD(T_UINT32, uint32_t)
+                        LD(T_UINT64, uint64_t) LD(T_FLOAT, float) LD(T_DOUBLE, double)
+                            LD(T_LDOUBLE, long double) LD(T_CHAR, char)
 #undef LD
     }
     return 0;
@@ -157,15 +182,20 @@ static long double value(const tinfo_t *t, int o, int r, size_t i, int seed)
     unsigned h = (unsigned) (r * 7919 + (int) (i % 100003) * 104729 + seed * 31);
     h ^= h >> 13;
     switch (o) {
-    case O_SUM: return (long double) (h % 30);
-    case O_PROD: return (long double) (1 + h % 2);
+    case O_SUM:
+        return (long double) (h % 30);
+    case O_PROD:
+        return (long double) (1 + h % 2);
     case O_MAX:
-    case O_MIN: return (t->kind == K_UNSIGNED) ? (long double) (h % 100)
-                                               : (long double) ((int) (h % 100) - 50);
+    case O_MIN:
+        return (t->kind == K_UNSIGNED) ? (long double) (h % 100)
+                                       : (long double) ((int) (h % 100) - 50);
     case O_LAND:
     case O_LOR:
-    case O_LXOR: return (long double) (h % 3 == 0 ? 0 : h % 3); /* 0, 1 or 2 */
-    default: return (long double) (h % 128);
+    case O_LXOR:
+        return (long double) (h % 3 == 0 ? 0 : h % 3); /* 0, 1 or 2 */
+    default:
+        return (long double) (h % 128);
     }
 }
 
@@ -173,16 +203,26 @@ static long double combine(int o, long double a, long double b)
 {
     int64_t x = (int64_t) a, y = (int64_t) b;
     switch (o) {
-    case O_SUM: return a + b;
-    case O_PROD: return a * b;
-    case O_MAX: return a > b ? a : b;
-    case O_MIN: return a < b ? a : b;
-    case O_LAND: return (x && y) ? 1 : 0;
-    case O_LOR: return (x || y) ? 1 : 0;
-    case O_LXOR: return (!x != !y) ? 1 : 0;
-    case O_BAND: return (long double) (x & y);
-    case O_BOR: return (long double) (x | y);
-    default: return (long double) (x ^ y);
+    case O_SUM:
+        return a + b;
+    case O_PROD:
+        return a * b;
+    case O_MAX:
+        return a > b ? a : b;
+    case O_MIN:
+        return a < b ? a : b;
+    case O_LAND:
+        return (x && y) ? 1 : 0;
+    case O_LOR:
+        return (x || y) ? 1 : 0;
+    case O_LXOR:
+        return (!x != !y) ? 1 : 0;
+    case O_BAND:
+        return (long double) (x & y);
+    case O_BOR:
+        return (long double) (x | y);
+    default:
+        return (long double) (x ^ y);
     }
 }
 
@@ -365,8 +405,8 @@ static void test_noncommutative(MPI_Comm comm, const char *cname, size_t count, 
                      "element %zu is [%d %d; %d %d], expected rank-order product "
                      "[%d %d; %d %d]",
                      all ? "MPI_Allreduce" : "MPI_Reduce", cname, all ? -1 : root, count, i,
-                     out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3], e[0], e[1],
-                     e[2], e[3]);
+                     out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3], e[0], e[1], e[2],
+                     e[3]);
                 break;
             }
         }
@@ -435,8 +475,8 @@ static void test_barrier(MPI_Comm comm, const char *cname)
 }
 
 /* counts crossing the data cache (128 KiB by default) */
-static const size_t bcast_bytes[] = {0, 1, 3, 4, 1000, 4096, 65536, 131072, 131073, 262147,
-                                     1048576, 4u << 20};
+static const size_t bcast_bytes[] = {0,     1,      3,      4,      1000,    4096,
+                                     65536, 131072, 131073, 262147, 1048576, 4u << 20};
 
 static void suite_basic(MPI_Comm comm, const char *cname, int full)
 {
@@ -486,8 +526,8 @@ static void suite_types(MPI_Comm comm, const char *cname)
     /* large: through the cache in chunks, up to 4 MiB */
     for (int root = 0; root < size; root += (size > 1 ? size - 1 : 1)) {
         if (g_max_bytes >= (4u << 20)) {
-            test_reduction(comm, cname, &types[0], &ops[O_SUM], (4u << 20) / sizeof(int), root,
-                           0, 0, 7);
+            test_reduction(comm, cname, &types[0], &ops[O_SUM], (4u << 20) / sizeof(int), root, 0,
+                           0, 7);
         }
         test_reduction(comm, cname, &types[17], &ops[O_MIN], 40000, root, 0, 1, 8);
     }
@@ -565,8 +605,8 @@ static void pvars_open(void)
     int n = 0;
     MPI_Comm world = MPI_COMM_WORLD;
 
-    if (MPI_SUCCESS != MPI_T_pvar_get_num(&n) ||
-        MPI_SUCCESS != MPI_T_pvar_session_create(&pv_session)) {
+    if (MPI_SUCCESS != MPI_T_pvar_get_num(&n)
+        || MPI_SUCCESS != MPI_T_pvar_session_create(&pv_session)) {
         return;
     }
     for (int i = 0; i < n; ++i) {
@@ -574,13 +614,15 @@ static void pvars_open(void)
         int nl = sizeof(name), dl = sizeof(desc), verb, cls, bind, ro, ct, at, count;
         MPI_Datatype dt;
         MPI_T_enum en;
-        if (MPI_SUCCESS != MPI_T_pvar_get_info(i, name, &nl, &verb, &cls, &dt, &en, desc, &dl,
-                                               &bind, &ro, &ct, &at)) {
+        if (MPI_SUCCESS
+            != MPI_T_pvar_get_info(i, name, &nl, &verb, &cls, &dt, &en, desc, &dl, &bind, &ro, &ct,
+                                   &at)) {
             continue;
         }
         for (int k = 0; k < NPVARS; ++k) {
-            if (0 == strcmp(name, pv_names[k]) &&
-                MPI_SUCCESS == MPI_T_pvar_handle_alloc(pv_session, i, &world, &pv_handle[k], &count)) {
+            if (0 == strcmp(name, pv_names[k])
+                && MPI_SUCCESS
+                       == MPI_T_pvar_handle_alloc(pv_session, i, &world, &pv_handle[k], &count)) {
                 pv_found |= 1 << k;
             }
         }
@@ -599,7 +641,8 @@ static void pvars_report(int rank, int expect)
     }
     if (0 == rank && pv_found) {
         printf("colltest: MPI_T: coll/ofi served %llu bcast, %llu reduce, %llu allreduce, %llu "
-               "barrier on MPI_COMM_WORLD\n", v[0], v[1], v[2], v[3]);
+               "barrier on MPI_COMM_WORLD\n",
+               v[0], v[1], v[2], v[3]);
     }
     if (expect && (pv_found != (1 << NPVARS) - 1 || !v[0] || !v[1] || !v[2] || !v[3])) {
         fail("MPI_T: coll/ofi's served-call counters on MPI_COMM_WORLD are missing or zero "
@@ -666,8 +709,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < 20; ++i) {
         test_bcast(i % 2 ? half : dup, i % 2 ? "half" : "dup", 70000 + (size_t) i,
                    i % 2 ? (i / 2) % hsize : (i / 2) % size, i);
-        test_reduction(i % 2 ? dup : half, i % 2 ? "dup" : "half", &types[1], &ops[O_SUM], 5000,
-                       0, i % 2, 0, i);
+        test_reduction(i % 2 ? dup : half, i % 2 ? "dup" : "half", &types[1], &ops[O_SUM], 5000, 0,
+                       i % 2, 0, i);
     }
 
     suite_back_to_back(MPI_COMM_WORLD, "MPI_COMM_WORLD");

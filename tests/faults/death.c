@@ -2,7 +2,7 @@
  * death: one rank dies by SIGKILL in the middle of traffic; the others go
  * on until the job is torn down.
  *
- *   death rma|msg raise|shell [-after SECONDS]
+ *   death rma|msg|coll raise|shell [-after SECONDS]
  *
  *   rma  every rank streams MPI_Put, MPI_Accumulate and MPI_Fetch_and_op to
  *        every other rank inside one MPI_Win_lock_all epoch (passive
@@ -10,6 +10,9 @@
  *   msg  two-sided flood: every rank keeps 16 MPI_Isend (1 B to 64 KiB,
  *        eager and rendezvous) and 16 MPI_Irecv from every other rank in
  *        flight, MPI_Testsome-ing them forever
+ *   coll MPI_Bcast (1 KiB to 64 KiB, the root going round), MPI_Allreduce
+ *        and MPI_Barrier on MPI_COMM_WORLD forever (run with
+ *        coll_ofi_priority raised: collectives as one-sided RDMA)
  *
  * The victim is the last rank. "raise": after SECONDS (default 1.0) of
  * traffic it prints "death: victim rank R pid P kills itself after N
@@ -181,6 +184,30 @@ static void run_msg(void)
     }
 }
 
+static void run_coll(void)
+{
+    static const int sizes[] = {1024, 8192, 65536};
+    unsigned char *buf = malloc(65536);
+    int64_t sum[16];
+    CHECK(NULL != buf, "malloc");
+    D(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    t_start = tc_now();
+    for (long i = 0;; ++i) {
+        int root = (int) (i % tc_size), n = sizes[i % 3];
+        memset(buf, root == tc_rank ? (int) (i & 0x7f) : 0, (size_t) n);
+        D(MPI_Bcast(buf, n, MPI_BYTE, root, MPI_COMM_WORLD));
+        CHECK(buf[n - 1] == (unsigned char) (i & 0x7f), "bcast %ld: wrong byte", i);
+        for (int k = 0; k < 16; ++k) {
+            sum[k] = tc_rank + k;
+        }
+        D(MPI_Allreduce(MPI_IN_PLACE, sum, 16, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+        D(MPI_Barrier(MPI_COMM_WORLD));
+        nops += 3;
+        maybe_die();
+        report();
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "rma";
@@ -195,6 +222,8 @@ int main(int argc, char **argv)
     victim = tc_size - 1;
     if (0 == strcmp(mode, "rma")) {
         run_rma();
+    } else if (0 == strcmp(mode, "coll")) {
+        run_coll();
     } else {
         run_msg();
     }

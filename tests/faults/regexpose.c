@@ -39,7 +39,7 @@
  * Ends with "OK regexpose" on rank 0 when every case passed; a FAIL makes
  * the job exit 1 after the remaining cases ran. A report the peer never
  * delivers (a provider wedged by a refused access) ends the job through
- * MPI_Abort (exit code 4) after REPORT_TIMEOUT (6 s), printing
+ * MPI_Abort (exit code 4) after REPORT_TIMEOUT (4.5 s), printing
  * "CASE <name>: STUCK -- ..." with whether the owner's memory is unchanged;
  * tests/faults/run.sh judges such a case from rank 1's line and the
  * provider's log, and runs the remaining cases in a new job.
@@ -66,10 +66,10 @@
 
 #define REGION 65536
 #define XFER 4096
-/* an RMA between two local processes takes milliseconds: a second is a
- * thousand times that (the wedged cases wait it out, so it is what they
- * cost the suite) */
-#define OP_TIMEOUT 1.0
+/* an RMA between two local processes takes microseconds to milliseconds:
+ * half a second is hundreds of times that (the wedged cases wait it out,
+ * so it is what they cost the suite) */
+#define OP_TIMEOUT 0.5
 /* the peer reports after at most 3 operations */
 #define REPORT_TIMEOUT (3 * OP_TIMEOUT + 3.0)
 
@@ -172,7 +172,7 @@ typedef struct {
 static const char *result_str(const result_t *r)
 {
     if (r->timed_out) {
-        return tc_fmt("no completion within %.0f s", OP_TIMEOUT);
+        return tc_fmt("no completion within %.1f s", OP_TIMEOUT);
     }
     if (OPAL_SUCCESS != r->posted_rc && 1 != r->posted_rc) {
         return tc_fmt("call returned error %d", r->posted_rc);
@@ -323,7 +323,7 @@ static int hear(int src)
              * provider still protected the memory is for the runner to
              * judge, from rank 1's line and the provider's log */
             n_fail++;
-            printf("CASE %s: STUCK -- rank %d's report never arrived within %.0f s: traffic "
+            printf("CASE %s: STUCK -- rank %d's report never arrived within %.1f s: traffic "
                    "between the two ranks is stuck after what this case did (the lines of "
                    "rank %d say what its operations got); owner memory %s\n",
                    cur_case, src, REPORT_TIMEOUT, src,

@@ -39,18 +39,18 @@ int main(int argc, char **argv)
     }
     for (int round = 0; round < ROUNDS; ++round) {
         /* my partner's origin is partner's partner = me: exchange addresses */
-        MPI_CHECK(MPI_Sendrecv(mine, NREG, MPI_AINT, partner, 1, theirs, NREG, MPI_AINT, partner,
-                               1, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Sendrecv(mine, NREG, MPI_AINT, partner, 1, theirs, NREG, MPI_AINT, partner, 1,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         for (int r = 0; r < NREG; ++r) {
-            size_t n = (size_t) (r + 1) * REGBYTES / NREG;
+            size_t n = (size_t) (r + 1) * (REGBYTES - 8) / NREG; /* the last word: the counter */
             unsigned tag = (unsigned) (round * 16 + r);
             tc_fill(out, tc_rank, n, tag);
             int lock = round % 3; /* exclusive, shared, lock_all */
             if (2 == lock) {
                 MPI_CHECK(MPI_Win_lock_all(0, win));
             } else {
-                MPI_CHECK(MPI_Win_lock(0 == lock ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, partner,
-                                       0, win));
+                MPI_CHECK(MPI_Win_lock(0 == lock ? MPI_LOCK_EXCLUSIVE : MPI_LOCK_SHARED, partner, 0,
+                                       win));
             }
             MPI_CHECK(MPI_Put(out, (int) n, MPI_BYTE, partner, theirs[r], (int) n, MPI_BYTE, win));
             MPI_CHECK(MPI_Win_flush(partner, win));
@@ -63,8 +63,8 @@ int main(int argc, char **argv)
             tc_verify(what, back, tc_rank, n, tag);
             /* 8-byte accumulate into the region's last word */
             int64_t one = 1, old = -1;
-            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, partner,
-                                       theirs[r] + REGBYTES - 8, MPI_SUM, win));
+            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, partner, theirs[r] + REGBYTES - 8,
+                                       MPI_SUM, win));
             MPI_CHECK(MPI_Win_flush(partner, win));
             CHECK(old == round, "round %d region %d: counter on rank %d was %lld, expected %d",
                   round, r, partner, (long long) old, round);
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         /* my buffers hold what my partner wrote: check, then renew one */
         for (int r = 0; r < NREG; ++r) {
-            size_t n = (size_t) (r + 1) * REGBYTES / NREG;
+            size_t n = (size_t) (r + 1) * (REGBYTES - 8) / NREG; /* the last word: the counter */
             char what[128];
             snprintf(what, sizeof(what), "round %d region %d: what rank %d wrote here", round, r,
                      partner);

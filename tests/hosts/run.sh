@@ -17,14 +17,23 @@
 #   dynamic:PROV:BTLS        tests/bin/dynhosts: MPI_Win_create_dynamic,
 #                            attach, put/get/accumulate to a rank on the
 #                            other host (the region table and its lock
-#                            live on the target and go through the btl).
-#                            Only with BTL_OFI_HOSTS_DYNAMIC=1: Open MPI
-#                            4.1.4's osc/rdma deadlocks there by itself
-#                            (find_dynamic_region holds the table's lock
-#                            exclusively, then waits for it shared; ompi
-#                            issue 10328, fixed in 4.1.5), whatever the
-#                            btl; the other cases set BTL_OFI_NO_DYNAMIC=1
-#                            so putget and canary leave dynamic windows out
+#                            live on the target and go through the btl),
+#                            through our osc/rdma (osc-rdma/: Open MPI
+#                            4.1.4's own deadlocks there by itself, ompi
+#                            issue 10328, fixed in 4.1.5); the job's
+#                            component path must reach it (ompi_info
+#                            lists osc_rdma_patches). The other one-sided
+#                            cases set BTL_OFI_NO_DYNAMIC=1 (putget and
+#                            canary leave dynamic windows to these)
+#   dynchurn:PROV            tests/bin/dynchurn, ofi,self: every rank
+#                            detaches and attaches half of its 8 regions
+#                            every round, then every rank puts, gets and
+#                            fetch-and-adds into every region of every
+#                            other rank, every value checked
+#   dynhang:tcp+ofi_rxm      the dynchurn job with Debian's osc/rdma
+#                            (a component path with our btl only): it
+#                            must hang (killed after 10 s), proving what
+#                            the patch fixes
 #   twosided:PROV:PROG       tests/twosided PROG (pingpong get, flood,
 #                            mixed, late) with btl ofi,self
 #   threads:PROV             tests/threads/mt: MPI_THREAD_MULTIPLE, 4
@@ -40,10 +49,12 @@
 #                            each + flush, every result checked, within
 #                            a 60 s job limit (each used to wait a
 #                            scheduler tick: over 100 s)
-#   busy:PROV                tests/bin/busy: rank 2 (on h2) computes 30 s
+#   busy:PROV                tests/bin/busy: rank 2 (on h2) computes 20 s
 #                            outside MPI while ranks 0 and 1 put into its
 #                            window and flush; nothing may be declared
-#                            lost, every byte arrives
+#                            lost, every byte arrives (the probes' wait
+#                            doubles from 0.5 s and reaches its 8 s cap
+#                            15.5 s in: 20 s see every step of it)
 #   rails:PROV:POLICY:MODE   two links per host pair (rail0 10.77.0.0/24,
 #                            rail1 10.77.1.0/24), tests/bin/rails MODE
 #                            (put: 4 MiB MPI_Put + flush; send: 4 MiB
@@ -118,9 +129,9 @@ list_cases() {
             # the MCS mutex (tests/mcs.c): its window's state, the tail
             # and the hand-over all cross the hosts
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:mcs"
-            # Open MPI 4.1.4's osc/rdma deadlocks on dynamic windows across
-            # hosts (ompi issue 10328, fixed in 4.1.5): only on request
-            [[ ${BTL_OFI_HOSTS_DYNAMIC:-0} == 1 ]] && echo "dynamic:$p:$b"
+            # through our osc/rdma with the upstream fix (osc-rdma/):
+            # Open MPI 4.1.4's own deadlocks there (ompi issue 10328)
+            echo "dynamic:$p:$b"
         done
         for prog in pingpong flood mixed late; do
             echo "twosided:$p:$prog"
@@ -128,6 +139,7 @@ list_cases() {
         echo "threads:$p"
         echo "roundtrip:$p"
         echo "coll:$p"
+        echo "dynchurn:$p"
         for m in rma msg; do
             # (udp;ofi_rxd msg: the victim, flooded while it still starts,
             # lost a message of several datagrams with "Truncation error"
@@ -150,6 +162,8 @@ list_cases() {
     done
     echo "shm:ofi+self"
     echo "shm:ofi+vader+self"
+    # Debian's own osc/rdma on the same dynamic-window job: must hang
+    [[ " $PROVIDERS " == *" tcp;ofi_rxm "* ]] && echo "dynhang:tcp+ofi_rxm"
     # last: the hosts are set up again with two links
     for prov in $PROVIDERS; do
         [[ $prov == shm ]] && continue
@@ -221,6 +235,18 @@ judge_job() { # label log rc prog t0 [note]
     else
         report PASS "$label" $((SECONDS - t0)) "$note"
     fi
+}
+
+# our osc/rdma (scripts/build-osc-rdma.sh), and whether a job's component
+# path reaches it: ompi_info through the same path lists osc_rdma_patches
+osc_ours=${BTL_OFI_PREFIX:-$repo/_install}/lib/openmpi/mca_osc_rdma.so
+osc_is_ours() { # log
+    local cp
+    cp=$("$ofirun" --component-path 2>/dev/null) || return 1
+    OMPI_MCA_mca_base_component_path=$cp ompi_info --param osc rdma --level 3 2>/dev/null |
+        grep -q 'osc_rdma_patches' || return 1
+    echo "osc/rdma: ours ($(OMPI_MCA_mca_base_component_path=$cp ompi_info --param osc rdma --level 3 2>/dev/null |
+        grep -o 'osc_rdma_patches" (current value: "[^"]*' | sed 's/.*value: "//'))" >>"$1"
 }
 
 # ------------------------------------------------------------------ lost
@@ -589,9 +615,11 @@ run_case() {
     case $group in
     onesided) label="hosts $prov ${a//+/,} $b" ;;
     dynamic) label="hosts $prov ${a//+/,} dynamic windows" ;;
+    dynchurn) label="hosts $prov dynamic windows, regions attached and detached every round" ;;
+    dynhang) label="hosts $prov dynamic windows through Debian's own osc/rdma: the deadlock of ompi issue 10328" ;;
     twosided) label="hosts $prov twosided $a" ;;
     lost) label="hosts $prov lost $([[ $b == rank ]] && echo "rank 3 on h2" || echo host) during $a ($b)" ;;
-    busy) label="hosts $prov target busy 30 s outside MPI" ;;
+    busy) label="hosts $prov target busy 20 s outside MPI" ;;
     rails) label="hosts $prov rails $a $b" ;;
     threads) label="hosts $prov threads N=2 T=4" ;;
     roundtrip) label="hosts $prov roundtrip: 4000 x put, get, fop, cas, acc + flush, ranks on one core" ;;
@@ -619,10 +647,41 @@ run_case() {
         hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$b"
         judge_job "$label" "$log" $? "$b" "$t0"
         ;;
-    dynamic)
-        compile dynhosts >>"$log" || { report FAIL "$label" 0 "compiling dynhosts failed" "$log"; return; }
-        hosts_job "$log" 120 "${a//+/,}" "$prov" "$bindir/dynhosts"
-        judge_job "$label" "$log" $? dynhosts "$t0"
+    dynamic | dynchurn)
+        local prog=dynhosts btls=${a//+/,}
+        [[ $group == dynchurn ]] && prog=dynchurn btls=ofi,self
+        if [[ ! -f $osc_ours ]]; then
+            report FAIL "$label" 0 "no osc/rdma of ours in $osc_ours (built with BTL_OFI_OSC_RDMA=0?): Debian's deadlocks on dynamic windows across hosts (scripts/build-osc-rdma.sh)"
+            return
+        fi
+        build "$prog" "$here/$prog.c" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
+        hosts_job "$log" 120 "$btls" "$prov" "$bindir/$prog"
+        rc=$?
+        if ! osc_is_ours "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
+        else
+            judge_job "$label" "$log" "$rc" "$prog" "$t0" "through osc/rdma with osc-rdma/patches"
+        fi
+        ;;
+    dynhang)
+        # the same job through Debian's osc/rdma: a component path that
+        # holds our btl only. It must hang (no "OK"), or the fix and the
+        # README's word for it are out of date
+        build dynchurn "$here/dynchurn.c" >>"$log" || { report FAIL "$label" 0 "compiling dynchurn failed" "$log"; return; }
+        local debian_prefix=$logdir/debian-osc
+        rm -rf "$debian_prefix"
+        mkdir -p "$debian_prefix/lib/openmpi"
+        cp "${osc_ours%/*}/mca_btl_ofi.so" "$debian_prefix/lib/openmpi/"
+        BTL_OFI_PREFIX=$debian_prefix hosts_job "$log" 10 ofi,self "$prov" "$bindir/dynchurn"
+        rc=$?
+        if ((rc == 124 || rc == 137)) && ! grep -qx 'OK dynchurn' "$log" &&
+            grep -q '^dynchurn: np=4 btl_ofi_version=0.1.0' "$log"; then
+            report PASS "$label" $((SECONDS - t0)) "hung as expected: killed after 10 s (the job reaches its first access across the hosts in about a second), with our btl/ofi and Debian's osc/rdma 4.1.4 (the fix of osc-rdma/patches is what makes the dynamic cases pass)"
+        elif grep -qx 'OK dynchurn' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "Debian's osc/rdma did not hang: is the patch still needed? (README, osc/rdma)" "$log"
+        else
+            report FAIL "$label" $((SECONDS - t0)) "the job ended (exit code $rc) without the hang: $(first_fail "$log")" "$log"
+        fi
         ;;
     twosided)
         compile "$a" >>"$log" || { report FAIL "$label" 0 "compiling $a failed" "$log"; return; }
@@ -680,7 +739,7 @@ run_case() {
         ;;
     busy)
         compile busy >>"$log" || { report FAIL "$label" 0 "compiling busy failed" "$log"; return; }
-        hosts_job "$log" 180 ofi,self "$prov" "$bindir/busy" -secs 30
+        hosts_job "$log" 180 ofi,self "$prov" "$bindir/busy" -secs 20
         rc=$?
         if grep -q 'lost contact with peer' "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "a busy peer was declared lost: $(grep -m1 -o 'btl/ofi on .*lost contact.*' "$log" | cut -c1-200)" "$log"
