@@ -131,10 +131,13 @@ gcc -shared -o "$obj/mca_osc_rdma.so" "$obj"/*.o -L"$libdir" -lmpi -lopen-rte -l
 # ---------------------------------------------------------------- 4. check
 undefined=$(LD_LIBRARY_PATH=$libdir ldd -r "$obj/mca_osc_rdma.so" 2>&1 | grep 'undefined symbol' || true)
 [[ -z $undefined ]] || die "unresolved symbols: $(head -n 3 <<<"$undefined")"
-install -D -m 0644 "$obj/mca_osc_rdma.so" "$prefix/lib/openmpi/mca_osc_rdma.so"
+# loaded by ompi_info on its own (the folder holds nothing else: a prefix
+# may hold components built for other checks, AddressSanitizer's say)
 default=$(env -u OMPI_MCA_mca_base_component_path ompi_info --path pkglibdir 2>/dev/null |
     sed -n 's/^ *Pkglibdir: *//p')
-seen=$(OMPI_MCA_mca_base_component_path="$prefix/lib/openmpi:$default" \
+rm -f "$obj"/*.o
+seen=$(OMPI_MCA_mca_base_component_path="$obj:$default" \
     ompi_info --param osc rdma --level 3 2>/dev/null | grep -o 'osc_rdma_patches" (current value: "[^"]*' || true)
-[[ -n $seen ]] || die "ompi_info does not load $prefix/lib/openmpi/mca_osc_rdma.so"
+[[ -n $seen ]] || die "ompi_info does not load the mca_osc_rdma.so built in $obj"
+install -D -m 0644 "$obj/mca_osc_rdma.so" "$prefix/lib/openmpi/mca_osc_rdma.so"
 log "installed $prefix/lib/openmpi/mca_osc_rdma.so (${seen#*current value: \"})"

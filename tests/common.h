@@ -83,11 +83,12 @@ TC_FN void tc_fail_at(const char *file, int line, const char *fmt, ...)
         }                                                                      \
     } while (0)
 
-/* Format into a rotating static buffer (for CHECK messages). */
+/* Format into a rotating buffer of the calling thread (for CHECK
+ * messages; threads each have their own). */
 TC_FN const char *tc_fmt(const char *fmt, ...)
 {
-    static char bufs[4][2048];
-    static int next = 0;
+    static __thread char bufs[4][2048];
+    static __thread int next = 0;
     char *b = bufs[next++ & 3];
     va_list ap;
     va_start(ap, fmt);
@@ -152,32 +153,16 @@ TC_FN void tc_say(const char *fmt, ...)
 /* MPI_T control variables                                             */
 /* ------------------------------------------------------------------ */
 
-/* Index of the cvar called `name', or -1. Iterates over all cvars: a
- * variable of a component that was closed is reported as invalid and is
- * skipped. */
+/* Index of the cvar called `name', or -1 (MPI 3.1's lookup by name; a
+ * variable of a component that was closed is found, and then cannot be
+ * read). */
 TC_FN int tc_cvar_find(const char *name)
 {
-    int num = 0;
-    if (MPI_SUCCESS != MPI_T_cvar_get_num(&num)) {
+    int index;
+    if (MPI_SUCCESS != MPI_T_cvar_get_index(name, &index)) {
         return -1;
     }
-    for (int i = 0; i < num; ++i) {
-        char vname[256];
-        char desc[1024];
-        int namelen = sizeof(vname), desclen = sizeof(desc);
-        int verbosity, bind, scope;
-        MPI_Datatype dtype;
-        MPI_T_enum enumtype;
-        int rc = MPI_T_cvar_get_info(i, vname, &namelen, &verbosity, &dtype, &enumtype, desc,
-                                     &desclen, &bind, &scope);
-        if (MPI_SUCCESS != rc) {
-            continue;
-        }
-        if (0 == strcmp(vname, name)) {
-            return i;
-        }
-    }
-    return -1;
+    return index;
 }
 
 /* Read a string cvar into buf. Returns 0 on success, -1 if the cvar does not

@@ -276,7 +276,7 @@ static void *thread_main(void *arg)
         MPI_CHECK(MPI_Get(t->rbuf, (int) sz, MPI_BYTE, peer, region_off(rank, tid), (int) sz,
                           MPI_BYTE, wshared));
         flush(peer, wshared);
-        tc_verify(mt_fmt("thread %d round %d: put/get of %zu B on the shared window", tid, i, sz),
+        tc_verify(tc_fmt("thread %d round %d: put/get of %zu B on the shared window", tid, i, sz),
                   t->rbuf, id, sz, (unsigned) i);
         PHASE_DONE(2);
 
@@ -294,7 +294,7 @@ static void *thread_main(void *arg)
         memset(t->rbuf, 0, sz2);
         MPI_CHECK(MPI_Get(t->rbuf, (int) sz2, MPI_BYTE, peer, PW_DATA, (int) sz2, MPI_BYTE, pw));
         flush(peer, pw);
-        tc_verify(mt_fmt("thread %d round %d: put/get of %zu B on its own window", tid, i, sz2),
+        tc_verify(tc_fmt("thread %d round %d: put/get of %zu B on its own window", tid, i, sz2),
                   t->rbuf, pid, sz2, (unsigned) i);
         PHASE_DONE(3);
 
@@ -314,7 +314,7 @@ static void *thread_main(void *arg)
               "thread %d round %d: received %d B from rank %d tag %d, expected %zu B from rank "
               "%d tag %d",
               tid, i, got, st.MPI_SOURCE, st.MPI_TAG, msz, prev, TAG_BASE + tid);
-        tc_verify(mt_fmt("thread %d round %d: message of %zu B from rank %d", tid, i, msz, prev),
+        tc_verify(tc_fmt("thread %d round %d: message of %zu B from rank %d", tid, i, msz, prev),
                   t->rmsg, prev * nthreads + tid, msz, (unsigned) i);
         PHASE_DONE(4);
 

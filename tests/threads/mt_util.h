@@ -161,20 +161,6 @@ TC_FN void mt_finish(void)
     tc_finish();
 }
 
-/* Like tc_fmt (common.h), but with buffers of the calling thread: tc_fmt's
- * rotating static buffers must not be shared by threads. */
-TC_FN const char *mt_fmt(const char *fmt, ...)
-{
-    static __thread char bufs[4][512];
-    static __thread int next = 0;
-    char *b = bufs[next++ & 3];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof(bufs[0]), fmt, ap);
-    va_end(ap);
-    return b;
-}
-
 /* Parse a positive integer option value or fail. */
 TC_FN int mt_atoi(const char *opt, const char *s, int lo, int hi)
 {
