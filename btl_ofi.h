@@ -7,9 +7,10 @@
  * messages in btl_ofi_wire.h). The files, each with a header of its name
  * for what it exports, in layers: a file calls only files below it.
  *
- *   component  MCA variables, provider and rail choice, init
+ *   component  MCA variables, provider and rail choice, init; sets the
+ *              message handlers of the protocols below
  *   module     add/del procs, memory registration (rcache), flush,
- *              finalize; sets the message handlers of the protocols below
+ *              finalize
  *   progress   the progress callback: reads the completion queues, hands
  *              each completion to its owner, completion errors, the
  *              progress thread
@@ -140,15 +141,6 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
  * variable not registered counts as set). */
 bool mca_btl_ofi_param_is_default(const char *name);
 
-/* component */
-int mca_btl_ofi_component_progress(void);
-/** Progress every context of every module once; CHECK: look at the peers
- * too (the progress callback does so every 256 calls, or every 16
- * that find nothing to do). */
-int mca_btl_ofi_progress_all(bool check);
-/* progress calls (or flush passes) between two looks at the peers */
-#define MCA_BTL_OFI_CHECK_CALLS 256
-
 /* module */
 mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void);
 void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module);
@@ -164,9 +156,6 @@ void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, c
  * WHAT naming the object. Every libfabric object is closed through it. */
 int mca_btl_ofi_close_fid(struct fid *fid, const char *what);
 
-/* context: the optional progress thread */
-int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module);
-void mca_btl_ofi_progress_thread_stop(mca_btl_ofi_module_t *module);
 
 /* Test-only fault injection (btl_ofi_inject_fault "CALL@N,..."): the Nth
  * call of CALL fails with -FI_EIO, or for CQ the Nth completion is turned

@@ -118,10 +118,7 @@ void mca_btl_ofi_rdma_failed_because(mca_btl_ofi_context_t *context, void *op_co
                                      const char *cause)
 {
     int kind = ((mca_btl_ofi_op_t *) op_context)->kind;
-    mca_btl_ofi_endpoint_t *endpoint =
-        MCA_BTL_OFI_OP_BARE == kind   ? mca_btl_ofi_endpoint_from_bare(op_context)
-        : MCA_BTL_OFI_OP_RDMA == kind ? mca_btl_ofi_completion_from_ctx(op_context)->endpoint
-                                      : NULL;
+    mca_btl_ofi_endpoint_t *endpoint = mca_btl_ofi_rma_endpoint(op_context);
     char info[512];
 
     if (NULL == endpoint || endpoint->lost || NULL == endpoint->proc

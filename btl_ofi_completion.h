@@ -69,6 +69,20 @@ static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_from_bare(void *op_co
                                        - offsetof(mca_btl_ofi_endpoint_t, bare));
 }
 
+/** The peer of a put, get or atomic (OP_CONTEXT: its mca_btl_ofi_op_t,
+ * with or without a completion object); NULL for any other operation. */
+static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_rma_endpoint(void *op_context)
+{
+    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
+    case MCA_BTL_OFI_OP_RDMA:
+        return mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
+    case MCA_BTL_OFI_OP_BARE:
+        return mca_btl_ofi_endpoint_from_bare(op_context);
+    default:
+        return NULL;
+    }
+}
+
 /** Who posted an operation and whom to call back, on COMP. */
 static inline __opal_attribute_always_inline__ void
 mca_btl_ofi_completion_fill(mca_btl_ofi_completion_t *comp, mca_btl_base_module_t *btl,

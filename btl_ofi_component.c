@@ -11,7 +11,11 @@
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_modex.h"
+#include "btl_ofi_progress.h"
+#include "btl_ofi_emulate.h"
+#include "btl_ofi_frag.h"
 #include "btl_ofi_rails.h"
+#include "btl_ofi_seq.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -1130,6 +1134,20 @@ static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi
 
 /* --------------------------------------------------------------- init */
 
+/* Who handles each message type of btl/ofi's own: the files that own the
+ * protocols, so that frag.c delivers them without calling up; set once, before any
+ * module posts a receive buffer. */
+static void mca_btl_ofi_msg_handlers_set(void)
+{
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_AMO_REQ, mca_btl_ofi_amo_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_AMO_RESP, mca_btl_ofi_amo_answer);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_PUT, mca_btl_ofi_rma_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_GET, mca_btl_ofi_rma_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RMA_RESP, mca_btl_ofi_rma_answer);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RAIL_CUT, mca_btl_ofi_rail_cut_heard);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_ACK, mca_btl_ofi_seq_acked);
+}
+
 /* The selection lists, split once, and this host's interfaces; false
  * (said) when the interface lists contradict each other. */
 static bool mca_btl_ofi_lists_open(mca_btl_ofi_lists_t *lists)
@@ -1384,6 +1402,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     if (!mca_btl_ofi_lists_open(&lists)) {
         return NULL;
     }
+    mca_btl_ofi_msg_handlers_set();
     mca_btl_ofi_candidates(&all, &with_dc);
     ntaken = mca_btl_ofi_take_candidates(all, with_dc, &lists, taken, taken_if, &seen);
     if (0 == ntaken) {

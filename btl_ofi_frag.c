@@ -518,7 +518,7 @@ void mca_btl_ofi_msg_fini(mca_btl_ofi_context_t *context)
 /*
  * Delivery by table: each message type of ours is handled by the file
  * that owns its protocol (emulated RMA and atomics, rail notices,
- * acknowledgements), which module init registers here. This file posts
+ * acknowledgements), which component init registers here. This file posts
  * and receives messages and never calls up into those protocols itself.
  */
 static mca_btl_ofi_msg_handler_fn_t mca_btl_ofi_msg_handlers[MCA_BTL_OFI_MSG_TYPES] = {

@@ -96,7 +96,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status);
 typedef void (*mca_btl_ofi_msg_handler_fn_t)(mca_btl_ofi_context_t *context, const void *msg,
                                              size_t len);
 /* The handler of TYPE (MCA_BTL_OFI_MSG_*, not AM: the pml's are this
- * file's); set by module init before any receive buffer is posted. */
+ * file's); set by component init before any module posts a receive buffer. */
 void mca_btl_ofi_msg_handler_set(int type, mca_btl_ofi_msg_handler_fn_t handler);
 
 int mca_btl_ofi_msg_init(mca_btl_ofi_context_t *context);

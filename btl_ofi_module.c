@@ -10,13 +10,10 @@
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_progress.h"
-#include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
-#include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
-#include "btl_ofi_seq.h"
 
 #include <sys/random.h>
 #include <time.h>
@@ -749,19 +746,6 @@ static void mca_btl_ofi_provider_limits(mca_btl_ofi_module_t *module, const char
     }
 }
 
-/* Who handles each message type of btl/ofi's own: the files that own the
- * protocols, so that frag.c delivers them without calling up. */
-static void mca_btl_ofi_msg_handlers_set(void)
-{
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_AMO_REQ, mca_btl_ofi_amo_serve);
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_AMO_RESP, mca_btl_ofi_amo_answer);
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_PUT, mca_btl_ofi_rma_serve);
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_GET, mca_btl_ofi_rma_serve);
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RMA_RESP, mca_btl_ofi_rma_answer);
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RAIL_CUT, mca_btl_ofi_rail_cut_heard);
-    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_ACK, mca_btl_ofi_seq_acked);
-}
-
 /* The provider's largest single-datagram message (its inject size), where
  * a message of several datagrams can be lost: ob1 sends more in pieces of
  * this size, or by RDMA. */
@@ -957,7 +941,6 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
     bool use_sep, two_sided;
     int count, rc;
 
-    mca_btl_ofi_msg_handlers_set();
     module->info = info;
     two_sided = mca_btl_ofi_module_paths(module, info, quirks);
     if ((module->amo_emulated || module->rma_emulated) && !(info->caps & FI_MSG)) {

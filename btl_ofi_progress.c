@@ -38,16 +38,10 @@
  * unknown when it fails). */
 static mca_btl_ofi_endpoint_t *mca_btl_ofi_op_endpoint(void *op_context)
 {
-    switch (((mca_btl_ofi_op_t *) op_context)->kind) {
-    case MCA_BTL_OFI_OP_RDMA:
-        return mca_btl_ofi_completion_from_ctx(op_context)->endpoint;
-    case MCA_BTL_OFI_OP_SEND:
+    if (MCA_BTL_OFI_OP_SEND == ((mca_btl_ofi_op_t *) op_context)->kind) {
         return mca_btl_ofi_frag_from_op(op_context)->endpoint;
-    case MCA_BTL_OFI_OP_BARE:
-        return mca_btl_ofi_endpoint_from_bare(op_context);
-    default:
-        return NULL;
     }
+    return mca_btl_ofi_rma_endpoint(op_context);
 }
 
 static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,

@@ -241,12 +241,12 @@ judge_job() { # label log rc prog t0 [note]
 # path reaches it: ompi_info through the same path lists osc_rdma_patches
 osc_ours=${BTL_OFI_PREFIX:-$repo/_install}/lib/openmpi/mca_osc_rdma.so
 osc_is_ours() { # log
-    local cp
+    local cp patches
     cp=$("$ofirun" --component-path 2>/dev/null) || return 1
-    OMPI_MCA_mca_base_component_path=$cp ompi_info --param osc rdma --level 3 2>/dev/null |
-        grep -q 'osc_rdma_patches' || return 1
-    echo "osc/rdma: ours ($(OMPI_MCA_mca_base_component_path=$cp ompi_info --param osc rdma --level 3 2>/dev/null |
-        grep -o 'osc_rdma_patches" (current value: "[^"]*' | sed 's/.*value: "//'))" >>"$1"
+    patches=$(OMPI_MCA_mca_base_component_path=$cp ompi_info --param osc rdma --level 3 2>/dev/null |
+        grep -o 'osc_rdma_patches" (current value: "[^"]*' | sed 's/.*value: "//')
+    [[ -n $patches ]] || return 1
+    echo "osc/rdma: ours ($patches)" >>"$1"
 }
 
 # ------------------------------------------------------------------ lost
