@@ -265,9 +265,9 @@ classify() { # rc out err contender
         echo ok
     # 53 is MPI_ERR_WIN, mpirun's exit code when MPI_Win_create failed
     # (Open MPI's forwarding of the message to the terminal sometimes loses it)
-    elif ((rc == 53)) || cat "$out" "$err" | grep -q -E 'MPI_ERR_WIN|unable to reach each other|unreachable|pml-add-procs-fail|offers no FI_EP_RDM|No components were able'; then
+    elif ((rc == 53)) || grep -q -E 'MPI_ERR_WIN|unable to reach each other|unreachable|pml-add-procs-fail|offers no FI_EP_RDM|No components were able' "$out" "$err"; then
         echo refused
-    elif ((rc >= 128)) || cat "$out" "$err" | grep -q -E 'Segmentation fault|signal [0-9]+|Aborted|core dumped'; then
+    elif ((rc >= 128)) || grep -q -E 'Segmentation fault|signal [0-9]+|Aborted|core dumped' "$out" "$err"; then
         echo crashed
     else
         echo "failed-rc$rc"

@@ -45,7 +45,13 @@ if ! BTL_OFI_OSC_RDMA=0 BTL_OFI_PREFIX=$dir/install CFLAGS="$flags" LDFLAGS=-fsa
     exit 1
 fi
 so=$dir/install/lib/openmpi/mca_btl_ofi.so
-if ! ldd "$so" | grep -q libasan; then
+# (ldd's output taken whole first: with pipefail, grep -q leaving at the
+# first match could end ldd with SIGPIPE and fail the check at random)
+needed=$(ldd "$so") || {
+    echo "asan-build: ldd $so failed" >&2
+    exit 1
+}
+if [[ $needed != *libasan* ]]; then
     echo "asan-build: $so does not link libasan (CFLAGS not applied?)" >&2
     exit 1
 fi

@@ -861,8 +861,10 @@ run_asan() { # label prov log t0
         report FAIL "$label" 0 "mktemp -d failed"
         return
     }
-    if ! prefix=$(bash "$here/asan-build.sh" "$work/build" 2>>"$log" | tail -n 1) || [[ ! -d $prefix ]]; then
-        cat "$work/build/build.log" >>"$log" 2>/dev/null
+    if ! prefix=$(bash "$here/asan-build.sh" "$work/build" 2>"$work/why" | tail -n 1) || [[ ! -d $prefix ]]; then
+        # the build's log first, asan-build.sh's own words last: the case's
+        # report shows the log's tail
+        cat "$work/build/build.log" "$work/why" >>"$log" 2>/dev/null
         [[ ${BTL_OFI_KEEP_WORK:-0} == 1 ]] || rm -rf "$work"
         report FAIL "$label" $((SECONDS - t0)) "tests/faults/asan-build.sh failed (its log is in the case's log)" "$log"
         return
