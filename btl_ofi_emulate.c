@@ -32,8 +32,10 @@
  * Emulated puts and gets (module->rma_emulated). Where the provider's RMA
  * loses data (udp;ofi_rxd, MCA_BTL_OFI_QUIRK_RMA) a put travels as
  * messages of rma_chunk bytes, each stored by the target's progress into
- * the registration it names and answered once stored; a get is one request
- * that the target answers with the bytes, in messages of rma_chunk. The
+ * the registration it names and answered once stored (the pieces of a
+ * batch together, mca_btl_ofi_rma_hold); a get asks for up to a window of
+ * pieces per request, which the target answers with the bytes, in
+ * messages of rma_chunk. The
  * operation completes (its callback runs, flush stops waiting) once
  * responses covering every byte arrived, so a completed put is in the
  * target's memory. With several rails the messages are numbered like the
@@ -71,8 +73,15 @@ static void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_co
     mca_btl_ofi_completion_finish(comp, comp->parts_status);
 }
 
+/* The messages (window places) LEN bytes of an emulated put or get take:
+ * one per rma_chunk bytes. */
+static inline uint32_t mca_btl_ofi_rma_pieces(const mca_btl_ofi_module_t *module, size_t len)
+{
+    return len <= module->rma_chunk ? 1 : (uint32_t) ((len + module->rma_chunk - 1) / module->rma_chunk);
+}
+
 /* Send what ENDPOINT's window lets through of the operations waiting on
- * it, one piece per message: a put's bytes, or a get's request for them.
+ * it: a put's bytes, one piece per message, or a get's request for them.
  * A piece whose message cannot be sent is counted answered, with the
  * error. */
 static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
@@ -92,12 +101,25 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         mca_btl_ofi_completion_t *comp =
             mca_btl_ofi_completion_from_track(opal_list_get_first(&endpoint->emu.waiting));
         size_t left = comp->parked_size - comp->emu_next;
+        bool put = MCA_BTL_OFI_RMA_PUT == comp->parked_kind;
+        /* a put's piece is one message; a get asks for as many pieces
+         * as the window has room for, in one request */
+        size_t most = module->rma_chunk * (put ? 1 : (size_t) endpoint->emu.credits);
+        size_t len = left < most ? left : most;
+
+        /* a get waits until half the window is free again (the answers
+         * in flight call this again), else the answers coming back one
+         * by one would each start a request of one piece */
+        if (!put && len < left && endpoint->emu.credits < MCA_BTL_OFI_EMU_WINDOW / 2) {
+            break;
+        }
 
         batch[count].comp = comp;
         batch[count].off = comp->emu_next;
-        batch[count].len = left < module->rma_chunk ? left : module->rma_chunk;
-        comp->emu_next += batch[count++].len;
-        --endpoint->emu.credits;
+        batch[count].len = len;
+        comp->emu_next += len;
+        ++count;
+        endpoint->emu.credits -= (int32_t) mca_btl_ofi_rma_pieces(module, len);
         if (comp->emu_next == comp->parked_size) {
             (void) opal_list_remove_first(&endpoint->emu.waiting);
         }
@@ -128,7 +150,7 @@ static void mca_btl_ofi_rma_pump(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
             put ? (const char *) comp->local_address + batch[i].off : NULL, put ? batch[i].len : 0);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             MCA_BTL_OFI_LOCK(&module->lock);
-            ++endpoint->emu.credits;
+            endpoint->emu.credits += (int32_t) mca_btl_ofi_rma_pieces(module, batch[i].len);
             MCA_BTL_OFI_UNLOCK(&module->lock);
             mca_btl_ofi_rma_account(module, comp, batch[i].len, rc);
         }
@@ -171,6 +193,85 @@ void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t
     mca_btl_ofi_rma_account(module, comp, 1, OPAL_SUCCESS);
 }
 
+/* Answers to put pieces are held back while the batch of completions
+ * being delivered goes on (mca_btl_ofi_rma_answers_send at its end): the
+ * next piece of the same put from the same origin joins the held answer,
+ * so the pieces of a put that arrive together are answered by one message
+ * instead of one each. On udp;ofi_rxd every message is a datagram and
+ * the provider's acknowledgement of it, so that is half the datagrams of
+ * an emulated put. A piece is stored before its answer is held: an answer
+ * never covers bytes not in place. Per thread: two threads may deliver
+ * completions of one context at once. */
+static __thread struct {
+    mca_btl_ofi_context_t *context;
+    mca_btl_ofi_endpoint_t *to; /* retained while held */
+    mca_btl_ofi_rma_msg_t resp;
+} mca_btl_ofi_held;
+static __thread bool mca_btl_ofi_rma_held = false;
+
+void mca_btl_ofi_rma_answers_send(void)
+{
+    mca_btl_ofi_endpoint_t *to = mca_btl_ofi_held.to;
+
+    if (!mca_btl_ofi_rma_held) {
+        return;
+    }
+    mca_btl_ofi_rma_held = false;
+    mca_btl_ofi_msg_reply(mca_btl_ofi_held.context, to, &mca_btl_ofi_held.resp,
+                          sizeof(mca_btl_ofi_held.resp));
+    OBJ_RELEASE(to);
+}
+
+/* Answer RESP (a put's piece, stored) with the held answer, if it is the
+ * piece right after those, else after sending that one. */
+static void mca_btl_ofi_rma_hold(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to,
+                                 const mca_btl_ofi_rma_msg_t *resp)
+{
+    mca_btl_ofi_rma_msg_t *held = &mca_btl_ofi_held.resp;
+
+    if (mca_btl_ofi_rma_held && mca_btl_ofi_held.context == context && mca_btl_ofi_held.to == to
+        && held->req_id == resp->req_id && held->addr + held->len == resp->addr
+        && held->pieces < MCA_BTL_OFI_EMU_WINDOW) {
+        held->len += resp->len;
+        held->pieces += resp->pieces;
+        return;
+    }
+    mca_btl_ofi_rma_answers_send();
+    OBJ_RETAIN(to);
+    mca_btl_ofi_held.context = context;
+    mca_btl_ofi_held.to = to;
+    *held = *resp;
+    mca_btl_ofi_rma_held = true;
+}
+
+/* A get's answer: RESP's bytes (resp->len at resp->addr, checked) in
+ * messages of one piece each. What cannot be sent is answered with the
+ * error, so the get ends. */
+static void mca_btl_ofi_rma_send_pieces(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to,
+                                        mca_btl_ofi_rma_msg_t *resp)
+{
+    size_t left = resp->len, chunk = context->module->rma_chunk;
+    int rc = OPAL_SUCCESS;
+
+    resp->pieces = 1;
+    while (left > 0) {
+        resp->len = left < chunk ? left : chunk;
+        rc = mca_btl_ofi_msg_send_copy(context, to, resp, sizeof(*resp),
+                                       (const void *) (uintptr_t) resp->addr, resp->len);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            break;
+        }
+        resp->addr += resp->len;
+        left -= resp->len;
+    }
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        resp->status = rc;
+        resp->len = left;
+        resp->pieces = mca_btl_ofi_rma_pieces(context->module, left);
+        mca_btl_ofi_msg_reply(context, to, resp, sizeof(*resp));
+    }
+}
+
 void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
     const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
@@ -207,29 +308,26 @@ void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size
     resp.addr = req->addr; /* the origin finds its piece by it */
     resp.len = n;
     resp.status = OPAL_SUCCESS;
-    resp.pieces = 1;
+    resp.pieces = mca_btl_ofi_rma_pieces(module, n);
     need = put ? MCA_RCACHE_ACCESS_REMOTE_WRITE : MCA_RCACHE_ACCESS_REMOTE_READ;
-    /* only inside a registration open to this access, one piece at most */
+    /* only inside a registration open to this access; a put of one
+     * piece, a get of a window's at most */
     if (NULL == reg || !(reg->super.access_flags & (need | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))
-        || (put && n != req->len) || n > module->rma_chunk
+        || (put && n != req->len) || n > module->rma_chunk * (put ? 1 : MCA_BTL_OFI_EMU_WINDOW)
         || req->addr < (uint64_t) (uintptr_t) reg->super.base
         || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - req->addr)) {
         resp.status = OPAL_ERR_BAD_PARAM;
     }
     /* over the rail that works, if this one's link to it failed */
     to = mca_btl_ofi_route(origin, &context);
-    if (put || OPAL_SUCCESS != resp.status) {
-        if (put && OPAL_SUCCESS == resp.status) {
-            memcpy((void *) (uintptr_t) req->addr, req + 1, n);
-        }
+    if (OPAL_SUCCESS != resp.status) {
+        mca_btl_ofi_rma_answers_send();
         mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    } else if (put) {
+        memcpy((void *) (uintptr_t) req->addr, req + 1, n);
+        mca_btl_ofi_rma_hold(context, to, &resp);
     } else {
-        resp.status = mca_btl_ofi_msg_send_copy(context, to, &resp, sizeof(resp),
-                                                (const void *) (uintptr_t) req->addr, n);
-        if (OPAL_UNLIKELY(OPAL_SUCCESS != resp.status)) {
-            /* answered with the error, so the get ends */
-            mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
-        }
+        mca_btl_ofi_rma_send_pieces(context, to, &resp);
     }
     OBJ_RELEASE(origin);
 }

@@ -53,6 +53,11 @@ void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t
  * send them, and answer. */
 void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 
+/** Send the answer to put pieces this thread holds back while it
+ * delivers a batch of completions (see btl_ofi_emulate.c): called at the
+ * end of every batch that may have served pieces. */
+void mca_btl_ofi_rma_answers_send(void);
+
 /** A response to an emulated put or get of ours (MCA_BTL_OFI_MSG_RMA_RESP):
  * count its bytes, copy a get's in, complete the operation at the last. */
 void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);

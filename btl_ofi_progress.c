@@ -24,6 +24,7 @@
 #include "btl_ofi.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_progress.h"
+#include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
@@ -339,6 +340,10 @@ mca_btl_ofi_deliver(mca_btl_ofi_context_t *context, struct fi_cq_data_entry *ent
             context, entries + i,
             OPAL_UNLIKELY(mca_btl_ofi_fault_armed && entries[i].data) ? OPAL_ERROR : OPAL_SUCCESS);
     }
+    if (OPAL_UNLIKELY(context->module->rma_emulated)) {
+        /* the put pieces served above answered together */
+        mca_btl_ofi_rma_answers_send();
+    }
 }
 
 /* Progress of a context with something parked (see `parked'): the
@@ -508,6 +513,9 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
         struct fi_cq_data_entry *e = entries + serve[j];
         mca_btl_ofi_msg_received(context, (mca_btl_ofi_rdesc_t *) e->op_context, e->flags, e->len,
                                  e->buf);
+    }
+    if (nserve > 0) {
+        mca_btl_ofi_rma_answers_send();
     }
     if (nserve > 0 && (!opal_list_is_empty(&context->pending) || NULL != context->repost)) {
         mca_btl_ofi_backlog_msgs(context);

@@ -63,8 +63,10 @@ typedef struct mca_btl_ofi_amo_resp_t {
 } mca_btl_ofi_amo_resp_t;
 
 /* An emulated put or get (where the provider's RMA cannot be trusted):
- * a put's bytes follow the header, one message per piece; a get is one
- * message, answered with one response per piece. */
+ * a put's bytes follow the header, one message per piece; a get asks for
+ * up to MCA_BTL_OFI_EMU_WINDOW pieces in one message, answered with one
+ * response per piece. A put's response may answer several consecutive
+ * pieces of it (`pieces' of them, `len' bytes from `addr'). */
 typedef struct mca_btl_ofi_rma_msg_t {
     mca_btl_ofi_msg_hdr_t hdr; /* RMA_RESP: op is MCA_BTL_OFI_MSG_GET when bytes follow */
     uint64_t req_id;           /* origin's operation, echoed back untouched */

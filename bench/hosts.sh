@@ -24,6 +24,12 @@
 #   floor:PROV    ob1 over this btl/ofi: bench/p2p_bench ping-pong latency
 #                 (half a round trip), the two-sided floor of the same
 #                 provider on the same link
+#   raw:PROV      the provider itself: bench/fi_floor put and get bandwidth
+#                 (fi_write and fi_read, a window in flight, on a libfabric
+#                 endpoint of PROV opened by the benchmark; MPI over
+#                 btl/tcp only starts it), the most PROV carries on this
+#                 link: where the anchor is faster than that, no btl over
+#                 PROV can reach the anchor
 #   path:NAME     other one-sided paths of ours on tcp;ofi_rxm, 8-byte put,
 #                 get, fetch-and-op and compare-and-swap latency: the
 #                 progress thread, puts and gets as messages, atomics as
@@ -74,8 +80,10 @@ die() {
 mkdir -p "$OUT/raw" "$OUT/plots" "$bindir" || die "cannot make $OUT"
 [[ -f $repo/_install/lib/openmpi/mca_btl_ofi.so || -n ${BTL_OFI_PREFIX:-} ]] ||
     die "no component installed: run scripts/build.sh first"
-for prog in osc_bench p2p_bench; do
-    mpicc -O2 -Wall -o "$bindir/$prog" "$here/$prog.c" >"$OUT/build-$prog.log" 2>&1 ||
+for prog in osc_bench p2p_bench fi_floor; do
+    libs=()
+    [[ $prog == fi_floor ]] && libs=(-lfabric)
+    mpicc -O2 -Wall -o "$bindir/$prog" "$here/$prog.c" "${libs[@]}" >"$OUT/build-$prog.log" 2>&1 ||
         die "$prog does not build (see $OUT/build-$prog.log)"
 done
 
@@ -129,6 +137,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
                 "${lat[@]}" "${bw[@]}"
             run "$bind/floor:$prov" "$OUT/raw/$bind-floor-$p-$rep.log" "$prov" rdma ofi,self \
                 --bind-to "$bind" "$bindir/p2p_bench" -ops lat "${plat[@]}"
+            run "$bind/raw:$prov" "$OUT/raw/$bind-raw-$p-$rep.log" "" pt2pt tcp,self \
+                --bind-to "$bind" "$bindir/fi_floor" -p "$prov" -ops putbw,getbw "${bw[@]}"
         done
         for path in "${paths[@]}"; do
             # shellcheck disable=SC2086 # the MCA arguments split on purpose
@@ -195,6 +205,16 @@ tables() { # bind
                     if (worst == "" || r < worst) { worst = r; wsz = k[2] }
                 }
                 printf "| %s bandwidth >= anchor from 64 KiB | %s | lowest ratio %s at %s | 1.00 | %s |\n", op, P[i], worst == "" ? "-" : sprintf("%.2f", worst), wsz == "" ? "-" : human(wsz), (worst != "" && worst >= 1) ? "met" : "MISSED" > ("goals-" bind ".md")
+            }
+        }
+        print "| provider | operation | size | ours | provider itself (raw) | ours / raw | anchor | raw / anchor |" > ("ceiling-" bind ".md")
+        print "|---|---|---|---|---|---|---|---|" > ("ceiling-" bind ".md")
+        for (i = 1; i <= np; i++) {
+            for (j = 1; j <= nk; j++) {
+                split(keys[j], k, SUBSEP)
+                if (k[3] != "bw" || k[2] < 65536 || (k[2] != 65536 && k[2] != 1048576 && k[2] != 4194304)) continue
+                v = m["ours:" P[i] SUBSEP keys[j]]; rw = m["raw:" P[i] SUBSEP keys[j]]; a = m["anchor" SUBSEP keys[j]]
+                printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", P[i], k[1], human(k[2]), f(v), f(rw), (v != "" && rw > 0) ? sprintf("%.2f", v / rw) : "-", f(a), (rw != "" && a > 0) ? sprintf("%.2f", rw / a) : "-" > ("ceiling-" bind ".md")
             }
         }
         print "| path (tcp;ofi_rxm) | put 8 B | get 8 B | fop 8 B | cas 8 B | floor |" > ("paths-" bind ".md")
@@ -281,6 +301,10 @@ report() { # bind
         sed 's/^/    /' "$OUT/plots/$1-tcp+ofi_rxm.txt"
         echo
     fi
+    echo "Bandwidth (MB/s) against what the provider itself carries on this link (raw: bench/fi_floor, fi_write and fi_read with a window in flight):"
+    echo
+    cat "$OUT/ceiling-$1.md"
+    echo
     echo "Other paths of ours (8 B, us per operation + flush):"
     echo
     cat "$OUT/paths-$1.md"

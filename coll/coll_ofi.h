@@ -48,6 +48,11 @@ BEGIN_C_DECLS
  * through per-rank slots of the reserved area in one exchange (every rank
  * puts its contribution to every other rank) instead of reduce + bcast. */
 #define MCA_COLL_OFI_SMALL_BYTES 256
+
+/* Seconds a wait for a peer's flag lasts before the peer is probed (and
+ * between probes): a dead peer is named by the btl within about this
+ * much more than the btl's own check (mca_coll_ofi_wait). */
+#define MCA_COLL_OFI_PROBE_AFTER 1.0
 #define MCA_COLL_OFI_SMALL_RANKS 16
 
 typedef struct mca_coll_ofi_component_t {
@@ -78,7 +83,8 @@ enum {
 typedef struct mca_coll_ofi_header_t {
     uint64_t barrier_count; /* rank 0's: fetch-and-add target of barrier arrivals */
     uint64_t fetch_result;  /* where fetching atomics land locally */
-    uint64_t pad[6];
+    uint64_t probe;         /* where a waiting rank's probe gets land (mca_coll_ofi_wait) */
+    uint64_t pad[5];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -147,7 +153,11 @@ int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
-int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value);
+/* Wait until our slot INDEX of AREA_OFF holds at least VALUE, written by
+ * rank WRITER (-1: any rank may be the last to write it); OMPI_ERROR when
+ * the writer is found lost meanwhile. */
+int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value,
+                      int writer);
 
 /* collectives */
 int mca_coll_ofi_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,

@@ -31,8 +31,11 @@ int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
     nb = ++m->barriers;
 
     if (0 == m->rank) {
-        mca_coll_ofi_wait(m, offsetof(mca_coll_ofi_header_t, barrier_count), 0,
-                          nb * (uint64_t) (m->size - 1));
+        rc = mca_coll_ofi_wait(m, offsetof(mca_coll_ofi_header_t, barrier_count), 0,
+                               nb * (uint64_t) (m->size - 1), -1);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
         for (int r = 1; r < m->size; ++r) {
             rc = mca_coll_ofi_signal(m, r, m->off_ready, s);
             if (OMPI_SUCCESS != rc) {
@@ -46,6 +49,5 @@ int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    mca_coll_ofi_wait(m, m->off_ready, 0, s);
-    return OMPI_SUCCESS;
+    return mca_coll_ofi_wait(m, m->off_ready, 0, s, 0);
 }

@@ -50,7 +50,10 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
             if (OMPI_SUCCESS != rc) {
                 goto advance_step;
             }
-            mca_coll_ofi_wait(m, m->off_ready, parent, s);
+            rc = mca_coll_ofi_wait(m, m->off_ready, parent, s, parent);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
             memcpy(buf + off, half, len);
         } else {
             memcpy(half, buf + off, len);
@@ -58,8 +61,10 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
 
         for (int i = 0; i < nchildren; ++i) {
             const int child = (int) ((first + i + root) % n);
-            mca_coll_ofi_wait(m, m->off_credit, child, s);
-            rc = mca_coll_ofi_put(m, child, half, remote_half, len);
+            rc = mca_coll_ofi_wait(m, m->off_credit, child, s, child);
+            if (OMPI_SUCCESS == rc) {
+                rc = mca_coll_ofi_put(m, child, half, remote_half, len);
+            }
             if (OMPI_SUCCESS != rc) {
                 goto advance_step;
             }

@@ -13,6 +13,9 @@
 #include "ompi/mca/bml/bml.h"
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
+
+#include <stddef.h>
+#include <time.h>
 #include "opal/sys/atomic.h"
 #include "opal/util/output.h"
 
@@ -440,13 +443,67 @@ int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uin
                             sizeof(uint64_t));
 }
 
-/* Wait until our slot INDEX of AREA_OFF holds at least VALUE. */
-int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value)
+static double mca_coll_ofi_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+/* Probe the writer a wait depends on (every rank but ours when WRITER is
+ * -1) with an 8-byte get of its block's header: work of ours owed by that
+ * peer, which the btl's lost-peer check looks at. A flag is written by
+ * its peer's put, so a waiting rank has nothing in flight to it, and a
+ * peer that died before writing it would otherwise leave the wait
+ * spinning with nothing to name it. The get's result is not used. */
+static int mca_coll_ofi_probe(mca_coll_ofi_module_t *m, int writer)
+{
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    int rc = OMPI_SUCCESS;
+
+    for (int p = (writer >= 0 ? writer : 0); p < (writer >= 0 ? writer + 1 : m->size); ++p) {
+        if (p == m->rank) {
+            continue;
+        }
+        rc = mca_coll_ofi_get(m, p, &h->probe, offsetof(mca_coll_ofi_header_t, probe),
+                              sizeof(h->probe));
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_complete(m);
+        }
+        if (OMPI_SUCCESS != rc) {
+            opal_output(0,
+                        "coll:ofi: communicator %u rank %d: rank %d, which this collective "
+                        "waits for, cannot be reached (%d); the collective returns an error",
+                        m->cid, m->rank, p, rc);
+            break;
+        }
+    }
+    return rc;
+}
+
+int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value,
+                      int writer)
 {
     uint64_t *slot = mca_coll_ofi_slot(m, area_off, index);
+    double next = 0.0;
+    unsigned spins = 0;
 
     while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < value) {
         opal_progress();
+        /* the clock read once in a while: most waits end in microseconds */
+        if (OPAL_UNLIKELY(0 == (++spins & 1023))) {
+            double now = mca_coll_ofi_seconds();
+            if (0.0 == next) {
+                next = now + MCA_COLL_OFI_PROBE_AFTER;
+            } else if (now >= next) {
+                int rc = mca_coll_ofi_probe(m, writer);
+                if (OMPI_SUCCESS != rc) {
+                    return rc;
+                }
+                next = mca_coll_ofi_seconds() + MCA_COLL_OFI_PROBE_AFTER;
+            }
+        }
     }
     return OMPI_SUCCESS;
 }

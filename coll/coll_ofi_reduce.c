@@ -66,8 +66,10 @@ static int mca_coll_ofi_pull(mca_coll_ofi_module_t *m, int peer, uint64_t s, cha
 {
     int rc;
 
-    mca_coll_ofi_wait(m, m->off_ready, peer, s);
-    rc = mca_coll_ofi_get(m, peer, in, (size_t) (m->data - m->block), len);
+    rc = mca_coll_ofi_wait(m, m->off_ready, peer, s, peer);
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_get(m, peer, in, (size_t) (m->data - m->block), len);
+    }
     if (OMPI_SUCCESS == rc) {
         rc = mca_coll_ofi_complete(m);
     }
@@ -103,7 +105,10 @@ static int mca_coll_ofi_reduce_run(mca_coll_ofi_module_t *m, const char *own, ch
 
         /* out still holds the previous chunk until our reader is done */
         if (roles.parent >= 0 && k > 0) {
-            mca_coll_ofi_wait(m, m->off_credit, roles.parent, s - 1);
+            rc = mca_coll_ofi_wait(m, m->off_credit, roles.parent, s - 1, roles.parent);
+            if (OMPI_SUCCESS != rc) {
+                goto advance_step;
+            }
         }
         memcpy(out, own + first * esize, len);
 
@@ -142,7 +147,10 @@ static int mca_coll_ofi_reduce_run(mca_coll_ofi_module_t *m, const char *own, ch
     /* leave only when the last chunk has been read from our out: the
      * next collective may write into this cache */
     if (roles.parent >= 0) {
-        mca_coll_ofi_wait(m, m->off_credit, roles.parent, base + nchunks - 1);
+        rc = mca_coll_ofi_wait(m, m->off_credit, roles.parent, base + nchunks - 1, roles.parent);
+        if (OMPI_SUCCESS != rc) {
+            goto advance_step;
+        }
     }
     rc = mca_coll_ofi_complete(m);
 
@@ -255,12 +263,18 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
 
     /* result = c0 op (c1 op (... op c_last)), built from the right */
     if (last != m->rank) {
-        mca_coll_ofi_wait(m, m->off_ready, last, s);
+        rc = mca_coll_ofi_wait(m, m->off_ready, last, s, last);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
     }
     memcpy(result, m->block + slot0 + (size_t) last * MCA_COLL_OFI_SMALL_BYTES, bytes);
     for (int p = last - 1; p >= 0; --p) {
         if (p != m->rank) {
-            mca_coll_ofi_wait(m, m->off_ready, p, s);
+            rc = mca_coll_ofi_wait(m, m->off_ready, p, s, p);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
         }
         ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result, count,
                        dtype);

@@ -2,7 +2,7 @@
  * death: one rank dies by SIGKILL in the middle of traffic; the others go
  * on until the job is torn down.
  *
- *   death rma|msg|coll raise|shell [-after SECONDS]
+ *   death rma|msg|coll|collidle raise|shell [-after SECONDS]
  *
  *   rma  every rank streams MPI_Put, MPI_Accumulate and MPI_Fetch_and_op to
  *        every other rank inside one MPI_Win_lock_all epoch (passive
@@ -13,6 +13,10 @@
  *   coll MPI_Bcast (1 KiB to 64 KiB, the root going round), MPI_Allreduce
  *        and MPI_Barrier on MPI_COMM_WORLD forever (run with
  *        coll_ofi_priority raised: collectives as one-sided RDMA)
+ *   collidle  as coll, but the victim, once ready, calls MPI no more (it
+ *        sleeps until killed): the survivors then wait in a collective
+ *        for a rank they owe nothing to, with no operation of theirs in
+ *        flight to it, which is when a dead peer is hardest to notice
  *
  * The victim is the last rank. "raise": after SECONDS (default 1.0) of
  * traffic it prints "death: victim rank R pid P kills itself after N
@@ -184,7 +188,7 @@ static void run_msg(void)
     }
 }
 
-static void run_coll(void)
+static void run_coll(int idle)
 {
     static const int sizes[] = {1024, 8192, 65536};
     unsigned char *buf = malloc(65536);
@@ -204,6 +208,12 @@ static void run_coll(void)
         D(MPI_Barrier(MPI_COMM_WORLD));
         nops += 3;
         maybe_die();
+        if (idle && tc_rank == victim && tc_now() - t_start >= after) {
+            /* "ready" was printed: no MPI call from here on */
+            for (;;) {
+                pause();
+            }
+        }
         report();
     }
 }
@@ -222,8 +232,8 @@ int main(int argc, char **argv)
     victim = tc_size - 1;
     if (0 == strcmp(mode, "rma")) {
         run_rma();
-    } else if (0 == strcmp(mode, "coll")) {
-        run_coll();
+    } else if (0 == strcmp(mode, "coll") || 0 == strcmp(mode, "collidle")) {
+        run_coll(0 == strcmp(mode, "collidle"));
     } else {
         run_msg();
     }

@@ -19,7 +19,10 @@
 #                     traffic: MODE rma = passive-target epoch (lock_all,
 #                     puts, accumulates, fetch-and-ops, never unlocked),
 #                     msg = two-sided flood, coll = MPI_Bcast, MPI_Allreduce
-#                     and MPI_Barrier through coll/ofi (shm, tcp;ofi_rxm).
+#                     and MPI_Barrier through coll/ofi (shm, tcp;ofi_rxm),
+#                     collidle = the same, the victim calling MPI no more
+#                     once ready (the others wait for it in a collective,
+#                     owing it nothing).
 #                     Two runs:
 #                       runtime   plain mpirun: the job must end within 30 s
 #                                 of the kill, naming the dead rank ("mpirun
@@ -171,7 +174,7 @@ list_cases() {
         echo "death:$p:rma"
         echo "death:$p:msg"
         # collectives of coll/ofi: flags a dead rank never writes
-        [[ $prov == shm || $prov == "tcp;ofi_rxm" ]] && echo "death:$p:coll"
+        [[ $prov == shm || $prov == "tcp;ofi_rxm" ]] && echo "death:$p:coll" && echo "death:$p:collidle"
         echo "regexpose:$p"
         for call in $inject_calls; do
             # udp;ofi_rxd: atomics travel as messages, fi_atomic is never called
@@ -235,7 +238,7 @@ death_run() { # prov mode recovery(0|1) log
     ((rec)) && extra=(--mca orte_enable_recovery 1)
     D_ENDED=0 D_MS=0 D_RC=0 D_WHY=""
     # coll: collectives through coll/ofi (one-sided RDMA over this btl)
-    [[ $mode == coll ]] && extra+=(--mca coll_ofi_priority 90 --mca coll_ofi_verbose 1)
+    [[ $mode == coll* ]] && extra+=(--mca coll_ofi_priority 90 --mca coll_ofi_verbose 1)
     local -a cmd=("$ofirun" -np 3 --mca btl_ofi_provider_include "$prov" "${extra[@]}"
         "$bindir/death" "$mode" shell -after 1)
     printf '$' >>"$log"
@@ -335,7 +338,7 @@ run_death() { # label prov mode log t0
     fi
     cat "$rlog" "$clog" >"$log"
     # the collectives were coll/ofi's
-    if [[ $mode == coll ]] && ! grep -q 'coll:ofi: serving communicator 0 with 3 ranks over btl ofi' "$log"; then
+    if [[ $mode == coll* ]] && ! grep -q 'coll:ofi: serving communicator 0 with 3 ranks over btl ofi' "$log"; then
         why+=("coll/ofi did not serve MPI_COMM_WORLD (no verbose line): not the path under test")
     fi
     if ((${#why[@]})); then
@@ -1002,8 +1005,8 @@ run_case() {
 
     case $group in
     death)
-        if [[ $a != rma && $a != msg && $a != coll ]]; then
-            report FAIL "$label" 0 "unknown mode '$a' (rma, msg, coll)"
+        if [[ $a != rma && $a != msg && $a != coll && $a != collidle ]]; then
+            report FAIL "$label" 0 "unknown mode '$a' (rma, msg, coll, collidle)"
             return
         fi
         run_death "$label" "$prov" "$a" "$log" "$t0"
