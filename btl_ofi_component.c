@@ -885,6 +885,22 @@ static bool mca_btl_ofi_same_domain(const struct fi_info *a, const struct fi_inf
            && (0 == a->src_addrlen || 0 == memcmp(a->src_addr, b->src_addr, a->src_addrlen));
 }
 
+/* Whether INFO's domain and address came earlier in ALL: libfabric lists
+ * one domain several times (ofi_rxm once per variant of the core
+ * provider's attributes). What decides a candidate (lists, address,
+ * rails, its twin with FI_DELIVERY_COMPLETE) is the domain and address,
+ * so the first listing's verdict holds for the rest: they are neither
+ * looked at again nor printed again. */
+static bool mca_btl_ofi_listed_before(const struct fi_info *all, const struct fi_info *info)
+{
+    for (; all != info; all = all->next) {
+        if (mca_btl_ofi_same_domain(all, info)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static const struct fi_info *mca_btl_ofi_find_twin(const struct fi_info *list,
                                                    const struct fi_info *info)
 {
@@ -967,11 +983,6 @@ static const char *mca_btl_ofi_rail_refusal(mca_btl_ofi_module_t *const *taken,
                                             char (*taken_if)[IF_NAMESIZE + 1], int ntaken,
                                             const struct fi_info *info, const char *iface)
 {
-    for (int i = 0; i < ntaken; ++i) {
-        if (mca_btl_ofi_same_domain(taken[i]->info, info)) {
-            return "listed again by libfabric (taken above)";
-        }
-    }
     if (0 != strcmp(taken[0]->info->fabric_attr->prov_name, info->fabric_attr->prov_name)) {
         return "another provider was taken (rails are domains of one provider)";
     }
@@ -1271,13 +1282,17 @@ static int mca_btl_ofi_take_candidates(struct fi_info *all, struct fi_info *with
     for (struct fi_info *info = all; NULL != info; info = info->next) {
         const char *prov = info->fabric_attr->prov_name;
         const char *dom = info->domain_attr->name;
-        const char *iface = mca_btl_ofi_iface_of(info, lists->ifs);
-        const char *why = mca_btl_ofi_refusal(all, info, iface, lists);
+        const char *iface, *why;
         const struct fi_info *twin = NULL;
         char where[INET6_ADDRSTRLEN + IF_NAMESIZE + 8] = "";
         mca_btl_ofi_module_t *module;
         struct fi_info *mine;
 
+        if (mca_btl_ofi_listed_before(all, info)) {
+            continue;
+        }
+        iface = mca_btl_ofi_iface_of(info, lists->ifs);
+        why = mca_btl_ofi_refusal(all, info, iface, lists);
         if (!mca_btl_ofi_in_list(*seen, prov)) {
             opal_argv_append_nosize(seen, prov);
         }

@@ -92,6 +92,7 @@ if [[ ${1:-} == --list ]]; then
     for c in "${cases[@]}"; do
         case_name "$c"
     done
+    echo verbose_candidates_once
     exit 0
 fi
 # shellcheck source=tests/lib.sh
@@ -201,7 +202,34 @@ run_case() {
     echo "PASS badinput/$name (${secs}s) -- $line"
 }
 
+# Selection at btl_ofi_verbose 1 names each candidate (provider, domain,
+# address) once per process, whatever number of times libfabric lists it
+# (ofi_rxm lists one domain once per variant of the core provider).
+verbose_once() {
+    local name=verbose_candidates_once t0=$SECONDS rc dups n
+    local all=$logdir/badinput-$name.log
+    timeout -k 10 "$tmo" "$ofirun" -np 2 --mca btl_ofi_verbose 1 "$bindir/hello" </dev/null >"$all" 2>&1
+    rc=$?
+    if ((rc != 0)); then
+        fail "$name" "exit code $rc, expected 0" "$all"
+        return
+    fi
+    # "[host:pid] btl/ofi: candidate P domain D (...): verdict": one per pid
+    n=$(grep -c 'btl/ofi: candidate ' "$all")
+    dups=$(grep 'btl/ofi: candidate ' "$all" | sed 's/: \(taken\|refused\).*//' | sort | uniq -d | head -n 3)
+    if ((n < 4)); then
+        fail "$name" "only $n candidate lines (expected every provider's domains, for 2 processes)" "$all"
+    elif [[ -n $dups ]]; then
+        fail "$name" "candidates listed more than once by one process: $(echo "$dups" | tr '\n' ' ')" "$all"
+    else
+        echo "PASS badinput/$name ($((SECONDS - t0))s) -- $n candidate lines for 2 processes, each candidate once per process"
+    fi
+}
+
 selected=("$@")
+if ((${#selected[@]} == 0)) || [[ " ${selected[*]} " == *" verbose_candidates_once "* ]]; then
+    verbose_once
+fi
 for spec in "${cases[@]}"; do
     name=$(case_name "$spec")
     if ((${#selected[@]})); then

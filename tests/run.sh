@@ -40,7 +40,8 @@
 #     4.1 source with scripts/check-in-tree.sh (one test; about 3 minutes);
 #  8. bench: the benchmark comparisons' smoke, so that the harnesses cannot
 #     rot: QUICK=1 bench/compare.sh (shm, 3 sizes, every contender once;
-#     about a minute) and, as root, QUICK=1 bench/hosts.sh (one-sided
+#     about a minute), QUICK=1 bench/scale.sh (start-up and memory, np 4
+#     and 8) and, as root, QUICK=1 bench/hosts.sh (one-sided
 #     across the simulated hosts; ten seconds); one PASS/FAIL line each.
 #     Timings are never asserted.
 #  9. package: tests/package.sh (root): the Debian package built with
@@ -485,6 +486,19 @@ if wanted bench; then
         else
             fail "bench hosts" $((SECONDS - t1)) "exit code $rc; $ours values of ours, $anchor of the anchor" "$log"
         fi
+    fi
+    # start-up and memory as the job grows (one host, np 4 and 8)
+    t1=$SECONDS
+    log=$logdir/bench-scale.log
+    out=$logdir/bench-scale
+    rm -rf "$out"
+    QUICK=1 OUT=$out timeout -k 15 300 bash "$repo/bench/scale.sh" </dev/null >"$log" 2>&1
+    rc=$?
+    ours=$(awk -F '\t' '$2 ~ /^ours:/' "$out/medians.tsv" 2>/dev/null | wc -l)
+    if ((rc == 0)) && [[ -s $out/table.md && -s $out/goals.md ]] && ((ours > 0)); then
+        pass "bench scale" $((SECONDS - t1)) "QUICK=1 bench/scale.sh: $ours values of ours, $(grep -c . "$out/table.md") table lines"
+    else
+        fail "bench scale" $((SECONDS - t1)) "exit code $rc; $ours values of ours in medians.tsv" "$log"
     fi
     group_done bench $t0
 fi
