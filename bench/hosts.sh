@@ -29,7 +29,10 @@
 #                 endpoint of PROV opened by the benchmark; MPI over
 #                 btl/tcp only starts it), the most PROV carries on this
 #                 link: where the anchor is faster than that, no btl over
-#                 PROV can reach the anchor
+#                 PROV can reach the anchor. Run with --bind-to none only
+#                 (it polls without yielding; on one shared core it would
+#                 measure its own spinning); every binding's ceiling table
+#                 compares with it
 #   path:NAME     other one-sided paths of ours on tcp;ofi_rxm, 8-byte put,
 #                 get, fetch-and-op and compare-and-swap latency: the
 #                 progress thread, puts and gets as messages, atomics as
@@ -137,8 +140,13 @@ for ((rep = 1; rep <= REPS; rep++)); do
                 "${lat[@]}" "${bw[@]}"
             run "$bind/floor:$prov" "$OUT/raw/$bind-floor-$p-$rep.log" "$prov" rdma ofi,self \
                 --bind-to "$bind" "$bindir/p2p_bench" -ops lat "${plat[@]}"
-            run "$bind/raw:$prov" "$OUT/raw/$bind-raw-$p-$rep.log" "" pt2pt tcp,self \
-                --bind-to "$bind" "$bindir/fi_floor" -p "$prov" -ops putbw,getbw "${bw[@]}"
+            # the provider itself floating over both cores only: fi_floor
+            # polls without ever giving the core away, so with both ranks
+            # on one core it measures its own spinning, not the provider
+            if [[ $bind == none ]]; then
+                run "none/raw:$prov" "$OUT/raw/none-raw-$p-$rep.log" "" pt2pt tcp,self \
+                    --bind-to none "$bindir/fi_floor" -p "$prov" -ops putbw,getbw "${bw[@]}"
+            fi
         done
         for path in "${paths[@]}"; do
             # shellcheck disable=SC2086 # the MCA arguments split on purpose
@@ -158,6 +166,7 @@ sort -t$'\t' -k1,1 -k2,2 -k3,3n -k4,4 -k5,5g "$OUT/data.tsv" |
 cd "$OUT" || die "no $OUT"
 tables() { # bind
     awk -F'\t' -v provs="$PROVIDERS" -v bind="$1" '
+    index($1, "none/raw:") == 1 { w = $1; sub("^none/", "", w); rawm[w SUBSEP $2 SUBSEP $3 SUBSEP $4] = $5 }
     index($1, bind "/") != 1 { next }
     { sub("^" bind "/", "", $1) }
     $1 ~ /^path:/ { w = $1; sub(/^path:/, "", w); paths[w] = 1 }
@@ -213,7 +222,7 @@ tables() { # bind
             for (j = 1; j <= nk; j++) {
                 split(keys[j], k, SUBSEP)
                 if (k[3] != "bw" || k[2] < 65536 || (k[2] != 65536 && k[2] != 1048576 && k[2] != 4194304)) continue
-                v = m["ours:" P[i] SUBSEP keys[j]]; rw = m["raw:" P[i] SUBSEP keys[j]]; a = m["anchor" SUBSEP keys[j]]
+                v = m["ours:" P[i] SUBSEP keys[j]]; rw = rawm["raw:" P[i] SUBSEP keys[j]]; a = m["anchor" SUBSEP keys[j]]
                 printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", P[i], k[1], human(k[2]), f(v), f(rw), (v != "" && rw > 0) ? sprintf("%.2f", v / rw) : "-", f(a), (rw != "" && a > 0) ? sprintf("%.2f", rw / a) : "-" > ("ceiling-" bind ".md")
             }
         }

@@ -164,7 +164,7 @@ awk -F'\t' -v who_list="$CONTENDERS" '
                 np = list[i]
                 for (w = 1; w <= nw; w++) {
                     p = where SUBSEP W[w] SUBSEP np SUBSEP
-                    if (!((p "init_s_max") in m)) continue
+                    if (m[p "init_s_max"] == "") continue
                     t = where SUBSEP "ob1+tcp" SUBSEP np SUBSEP; v = where SUBSEP "ob1+vader" SUBSEP np SUBSEP
                     printf "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", where == "host" ? "one host" : "2 hosts", np, W[w],
                         f(m[p "init_s_max"], 2), f(m[p "win_s_max"], 3), f(m[p "rss_kib_mean"] / 1024, 1), f(m[p "rss_kib_max"] / 1024, 1), m[p "fds_max"],
