@@ -132,6 +132,7 @@ compile() { # prog
     dynhosts | busy | rails | roundtrip) build "$1" "$tests/hosts/$1.c" ;;
     # progress reads libopen-pal's opal_uses_threads
     mt) build mt "$tests/threads/mt.c" "$tests/threads/mt_util.h" -pthread ;;
+    colltest_mt) build colltest_mt "$tests/coll/colltest_mt.c" -pthread ;;
     progress) build progress "$tests/threads/progress.c" "$tests/threads/mt_util.h" -pthread -lopen-pal ;;
     *)
         echo "compile: no test program '$1' (tests/lib.sh lists them)"

@@ -40,8 +40,9 @@
 #     4.1 source with scripts/check-in-tree.sh (one test; about 3 minutes);
 #  8. bench: the benchmark comparisons' smoke, so that the harnesses cannot
 #     rot: QUICK=1 bench/compare.sh (shm, 3 sizes, every contender once;
-#     about a minute), QUICK=1 bench/scale.sh (start-up and memory, np 4
-#     and 8) and, as root, QUICK=1 bench/hosts.sh (one-sided
+#     about a minute), QUICK=1 bench/coll.sh (coll/ofi against coll/tuned),
+#     QUICK=1 bench/scale.sh (start-up and memory, np 4 and 8) and, as
+#     root, QUICK=1 bench/hosts.sh (one-sided
 #     across the simulated hosts; ten seconds); one PASS/FAIL line each.
 #     Timings are never asserted.
 #  9. package: tests/package.sh (root): the Debian package built with
@@ -487,19 +488,25 @@ if wanted bench; then
             fail "bench hosts" $((SECONDS - t1)) "exit code $rc; $ours values of ours, $anchor of the anchor" "$log"
         fi
     fi
+    # QUICK=1 bench/NAME.sh into tests/logs/bench-NAME: its table.md and
+    # goals.md made, and medians.tsv holding values of ours (AWK selects
+    # them, WHAT names them)
+    bench_smoke() { # name awk what
+        local name=$1 sel=$2 what=$3 t1=$SECONDS log=$logdir/bench-$1.log out=$logdir/bench-$1 rc n
+        rm -rf "$out"
+        QUICK=1 OUT=$out timeout -k 15 300 bash "$repo/bench/$name.sh" </dev/null >"$log" 2>&1
+        rc=$?
+        n=$(awk -F '\t' "$sel" "$out/medians.tsv" 2>/dev/null | wc -l)
+        if ((rc == 0)) && [[ -s $out/table.md && -s $out/goals.md ]] && ((n > 0)); then
+            pass "bench $name" $((SECONDS - t1)) "QUICK=1 bench/$name.sh: $n values of $what, $(grep -c . "$out/table.md") table lines"
+        else
+            fail "bench $name" $((SECONDS - t1)) "exit code $rc; $n values of $what in medians.tsv" "$log"
+        fi
+    }
+    # coll/ofi against coll/tuned (np 2 on ofi with shm, 3 sizes)
+    bench_smoke coll '$3 == "ofi"' coll/ofi
     # start-up and memory as the job grows (one host, np 4 and 8)
-    t1=$SECONDS
-    log=$logdir/bench-scale.log
-    out=$logdir/bench-scale
-    rm -rf "$out"
-    QUICK=1 OUT=$out timeout -k 15 300 bash "$repo/bench/scale.sh" </dev/null >"$log" 2>&1
-    rc=$?
-    ours=$(awk -F '\t' '$2 ~ /^ours:/' "$out/medians.tsv" 2>/dev/null | wc -l)
-    if ((rc == 0)) && [[ -s $out/table.md && -s $out/goals.md ]] && ((ours > 0)); then
-        pass "bench scale" $((SECONDS - t1)) "QUICK=1 bench/scale.sh: $ours values of ours, $(grep -c . "$out/table.md") table lines"
-    else
-        fail "bench scale" $((SECONDS - t1)) "exit code $rc; $ours values of ours in medians.tsv" "$log"
-    fi
+    bench_smoke scale '$2 ~ /^ours:/' ours
     group_done bench $t0
 fi
 

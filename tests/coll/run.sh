@@ -29,6 +29,12 @@
 #                              and then drops a help message) and replaced
 #   coll:tcp:2:fallback        btl tcp,self (no RDMA btl): every rank agrees
 #                              not to serve, results still right
+#   coll:PROV:NP:mt            tests/coll/colltest_mt.c: MPI_THREAD_MULTIPLE,
+#                              4 threads per rank, each running bcast,
+#                              allreduce, reduce and barrier on its own
+#                              duplicate of MPI_COMM_WORLD at the same time
+#                              (every value checked); coll/ofi must serve
+#                              each duplicate (shm, tcp+ofi_rxm, vader)
 #
 # Environment: BTL_OFI_PREFIX (install prefix, default <repo>/_install),
 # PROVIDERS (default the four), BTL_OFI_TEST_TIMEOUT (seconds per job,
@@ -59,6 +65,9 @@ list_cases() {
     echo "coll:shm:4:cache0"
     echo "coll:shm:2:badfanout"
     echo "coll:tcp:2:fallback"
+    echo "coll:shm:4:mt"
+    echo "coll:tcp+ofi_rxm:2:mt"
+    echo "coll:vader:4:mt"
 }
 
 if [[ ${1:-} == --list ]]; then
@@ -74,20 +83,28 @@ component_path() {
 
 mkdir -p "$bindir" "$logdir"
 build_colltest() {
-    [[ -x $bindir/colltest && $bindir/colltest -nt $here/colltest.c ]] && return 0
-    mpicc -O2 -Wall -o "$bindir/colltest" "$here/colltest.c" >"$logdir/compile-colltest.log" 2>&1
+    local p
+    for p in colltest colltest_mt; do
+        [[ -x $bindir/$p && $bindir/$p -nt $here/$p.c ]] && continue
+        mpicc -O2 -Wall -pthread -o "$bindir/$p" "$here/$p.c" >"$logdir/compile-$p.log" 2>&1 || return 1
+    done
 }
 
 # one job of colltest with coll/ofi raised; RC and LOG for the caller
 coll_job() { # log np args...
     local log=$1 np=$2
     shift 2
-    local -a expect=()
-    [[ ${EXPECT_BTL:--} != - ]] && expect=(expect-ofi)
+    local -a prog=("$bindir/colltest")
+    # colltest_mt: 4 threads, 200 rounds; colltest: its MPI_T check too
+    if [[ -n ${COLL_PROG:-} ]]; then
+        prog=("$COLL_PROG" 4 200)
+    elif [[ ${EXPECT_BTL:--} != - ]]; then
+        prog+=(expect-ofi)
+    fi
     run_logged "$log" "$test_timeout" mpirun --allow-run-as-root -np "$np" --oversubscribe \
         --bind-to none --mca mca_base_component_path "$(component_path)" \
         --mca pml ob1 --mca coll_ofi_priority 90 --mca coll_ofi_verbose 1 \
-        "$@" "$bindir/colltest" "${expect[@]}"
+        "$@" "${prog[@]}"
 }
 
 # why a job of NP ranks did not show coll/ofi serving MPI_COMM_WORLD over
@@ -138,7 +155,11 @@ run_case() {
     cache0) sel+=(--mca coll_ofi_cache_pages 0 --mca coll_ofi_fanout 3) ;;
     badfanout) sel+=(--mca coll_ofi_fanout 0) ;;
     esac
-    EXPECT_BTL=$btl coll_job "$log" "$a" "${sel[@]}"
+    local prog=
+    # 4 threads per rank on 2 cores: yield when idle, as an oversubscribed
+    # job should (spinning, the tcp;ofi_rxm case took 44 s instead of 1)
+    [[ $b == mt ]] && prog=$bindir/colltest_mt sel+=(--mca mpi_yield_when_idle 1)
+    EXPECT_BTL=$btl COLL_PROG=$prog coll_job "$log" "$a" "${sel[@]}"
     rc=$?
     why=""
     if ((rc == 124 || rc == 137)); then
@@ -147,7 +168,7 @@ run_case() {
         why="exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")"
     elif grep -q '^FAIL' "$log"; then
         why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
-    elif [[ $btl != - ]]; then
+    elif [[ $btl != - && $b != mt ]]; then
         why=$(not_served "$log" "$a" "$btl")
     fi
     case $b in
@@ -164,12 +185,23 @@ run_case() {
             why="no line saying that every rank agreed not to serve"
         fi
         ;;
+    mt)
+        # the four duplicates (communicators other than 0), each served
+        local dups
+        dups=$(grep -o "coll:ofi: communicator [1-9][0-9]* rank 0: served [1-9][0-9]* bcast, [1-9][0-9]* reduce, [1-9][0-9]* allreduce, [1-9][0-9]* barrier" "$log" | sort -u | wc -l)
+        if [[ -z $why ]] && ! grep -q "^OK colltest_mt: 4 threads x 200 rounds on $a ranks" "$log"; then
+            why="no OK line from colltest_mt"
+        elif [[ -z $why ]] && ((dups < 4)); then
+            why="coll/ofi served $dups of the 4 duplicated communicators (verbose lines at their free)"
+        fi
+        [[ -z $why ]] && served="4 threads x 200 rounds, each on its own communicator, every value right; $dups duplicates served by coll/ofi, e.g. $(grep -m1 -o "communicator [1-9][0-9]* rank 0: served.*" "$log")"
+        ;;
     esac
     if [[ -n $why ]]; then
         report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
         return
     fi
-    served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
+    [[ $b == mt ]] || served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
     report PASS "$label" $((SECONDS - t0)) "${served:-results right, served by the previous component}"
 }
 

@@ -103,10 +103,13 @@
 #                     tests/faults/lsan.supp for Open MPI's own leaks): no
 #                     ASan error and no leak may have a frame in btl_ofi_*.c.
 #   memcheck:PROV     valgrind --tool=memcheck on both ranks of putget and
-#                     pingpong (-max 256k -vmax 64k), suppressions
+#                     pingpong (-max 256k -vmax 64k), and on shm of
+#                     tests/coll/colltest_mt.c (2 threads x 20 rounds
+#                     through coll/ofi on duplicated communicators, freed,
+#                     then finalize), suppressions
 #                     tests/faults/memcheck.supp (Open MPI, libfabric, libc
 #                     only): no error and no definite leak may have a frame
-#                     in btl_ofi_*.c in its own stack (the stack of the bad
+#                     in btl_ofi_*.c or coll_ofi_*.c in its own stack (the stack of the bad
 #                     access, or of a leak's allocation; where uninitialised
 #                     or freed memory came from is shown, not counted).
 #   jobs:PROV:COUNT   COUNT jobs back to back (tests/bin/workload all -n 2 on
@@ -809,7 +812,7 @@ ours_in_reports() { # kind(asan|vg) files...
             stack = text
             cut = match(stack, /\n *(Address 0x|Uninitialised value was created|freed by thread|previously allocated by|Block was alloc|0x[0-9a-f]+ is located)/)
             if (cut > 0) stack = substr(stack, 1, cut)
-            if (stack !~ /btl_ofi_[a-z_]+\.c:[0-9]+/) next
+            if (stack !~ /(btl|coll)_ofi_[a-z_]+\.c:[0-9]+/) next
             n++
             if (first == "") {
                 # the report head, our first frame, and where the bad
@@ -817,7 +820,7 @@ ours_in_reports() { # kind(asan|vg) files...
                 m = split(text, l, "\n"); s = l[1]; seen = 0; origin = 0
                 for (i = 2; i <= m; i++) {
                     if (l[i] ~ /Address 0x|was created by|alloc.d|freed by|allocated by/) { s = s " | " l[i]; origin = 1; seen = 0; continue }
-                    if (!seen && l[i] ~ /btl_ofi_[a-z_]+\.c:[0-9]+/) { s = s " | " l[i]; seen = 1 }
+                    if (!seen && l[i] ~ /(btl|coll)_ofi_[a-z_]+\.c:[0-9]+/) { s = s " | " l[i]; seen = 1 }
                 }
                 gsub(/  +/, " ", s)
                 first = s
@@ -838,7 +841,7 @@ our_reports() { # kind(asan|vg) tool log name files...
     res=$(ours_in_reports "$kind" "$@")
     n=${res%%$'\t'*}
     if ((n > 0)); then
-        echo "$name: $n $tool report(s) with a frame in btl_ofi_*.c, first:${res#*$'\t'}"
+        echo "$name: $n $tool report(s) with a frame in btl_ofi_*.c or coll_ofi_*.c, first:${res#*$'\t'}"
     fi
 }
 
@@ -923,18 +926,27 @@ run_memcheck() { # label prov log t0
         report FAIL "$label" $((SECONDS - t0)) "the nodlclose shim did not build" "$log"
         return
     fi
-    for prog in "putget" "pingpong -max 256k -vmax 64k"; do
+    local -a progs=("putget" "pingpong -max 256k -vmax 64k")
+    # coll/ofi on shm: communicators duplicated, served concurrently from
+    # two threads, freed, then MPI_COMM_WORLD's at finalize
+    [[ $prov == shm ]] && progs+=("colltest_mt 2 20")
+    for prog in "${progs[@]}"; do
         local name=${prog%% *} dir
+        local -a coll=()
+        [[ $name == colltest_mt ]] && coll=(--mca coll_ofi_priority 90 --mca coll_ofi_verbose 1)
         dir=$work/logs-$name
         mkdir -p "$dir"
         # shellcheck disable=SC2086 # prog carries its arguments
         run_logged "$log" "$test_timeout" "$ofirun" -np 2 -x LD_PRELOAD="$shim" \
-            --mca btl_ofi_provider_include "$prov" \
+            --mca btl_ofi_provider_include "$prov" "${coll[@]}" \
             valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite \
             --errors-for-leak-kinds=definite --track-origins=yes --num-callers=40 \
             --suppressions="$here/memcheck.supp" --log-file="$dir/vg.%p" "$bindir/"$prog
         rc=$?
-        if ((rc != 0)) || ! grep -qx "OK $name" "$log"; then
+        if [[ $name == colltest_mt ]] && ! grep -q "coll:ofi: communicator [1-9][0-9]* rank 0: served [1-9]" "$log"; then
+            fails+=("$name: coll/ofi served none of the duplicated communicators")
+        fi
+        if ((rc != 0)) || ! grep -q "^OK $name\(:.*\)\?$" "$log"; then
             fails+=("$name: exit code $rc under valgrind: $(first_fail "$log")")
         fi
         local -a files=("$dir"/vg.*)
@@ -947,7 +959,7 @@ run_memcheck() { # label prov log t0
         notes+=("$name: $(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*suppressed: \([0-9]*\).*/\1 \2/p' "${files[@]}" | awk '{e+=$1; s+=$2} END {printf "%d errors elsewhere, %d suppressed", e, s}')")
     done
     sanitizer_verdict "$label" "$log" "$t0" "$work" \
-        "no report with a frame in btl_ofi_*.c; $(printf '%s; ' "${notes[@]}" | sed 's/; $//')" "${fails[@]}"
+        "no report with a frame in btl_ofi_*.c or coll_ofi_*.c; $(printf '%s; ' "${notes[@]}" | sed 's/; $//')" "${fails[@]}"
 }
 
 # ------------------------------------------------------------------ jobs
@@ -993,7 +1005,8 @@ run_case() {
     regexpose) progs=(regexpose) ;;
     inject | jobs) progs=(workload) ;;
     fuzz) progs=(hello) ;;
-    asan | memcheck) progs=(putget pingpong) ;;
+    asan) progs=(putget pingpong) ;;
+    memcheck) progs=(putget pingpong colltest_mt) ;;
     esac
     local prog
     for prog in "${progs[@]}"; do
