@@ -325,7 +325,14 @@ void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *buf, size
         mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
     } else if (put) {
         memcpy((void *) (uintptr_t) req->addr, req + 1, n);
-        mca_btl_ofi_rma_hold(context, to, &resp);
+        /* held only where the end of the batch sends what is held
+         * (mca_btl_ofi_deliver does for modules that emulate RMA: a peer
+         * may emulate where this process does not) */
+        if (OPAL_LIKELY(module->rma_emulated)) {
+            mca_btl_ofi_rma_hold(context, to, &resp);
+        } else {
+            mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+        }
     } else {
         mca_btl_ofi_rma_send_pieces(context, to, &resp);
     }

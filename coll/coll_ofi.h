@@ -49,10 +49,10 @@ BEGIN_C_DECLS
  * puts its contribution to every other rank) instead of reduce + bcast. */
 #define MCA_COLL_OFI_SMALL_BYTES 256
 
-/* Seconds a wait for a peer's flag lasts before the peer is probed (and
- * between probes): a dead peer is named by the btl within about this
- * much more than the btl's own check (mca_coll_ofi_wait). */
-#define MCA_COLL_OFI_PROBE_AFTER 1.0
+/* Microseconds a wait for a peer's flag lasts before the peer is probed
+ * (and between probes): a dead peer is named by the btl within about
+ * this much more than the btl's own check (mca_coll_ofi_wait). */
+#define MCA_COLL_OFI_PROBE_USEC 1000000
 #define MCA_COLL_OFI_SMALL_RANKS 16
 
 typedef struct mca_coll_ofi_component_t {

@@ -6,16 +6,16 @@
 
 #include "coll_ofi.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ompi/mca/bml/base/base.h"
 #include "ompi/mca/bml/bml.h"
 #include "ompi/proc/proc.h"
 #include "opal/runtime/opal_progress.h"
-
-#include <stddef.h>
-#include <time.h>
 #include "opal/sys/atomic.h"
 #include "opal/util/output.h"
 
@@ -443,12 +443,15 @@ int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uin
                             sizeof(uint64_t));
 }
 
-static double mca_coll_ofi_seconds(void)
+/* Microseconds of the monotonic clock. (Open MPI's own timer,
+ * opal_timer_base_get_usec, needs a header its Debian devel package does
+ * not install.) */
+static uint64_t mca_coll_ofi_usec(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+    return (uint64_t) ts.tv_sec * 1000000u + (uint64_t) ts.tv_nsec / 1000u;
 }
 
 /* Probe the writer a wait depends on (every rank but ours when WRITER is
@@ -460,9 +463,10 @@ static double mca_coll_ofi_seconds(void)
 static int mca_coll_ofi_probe(mca_coll_ofi_module_t *m, int writer)
 {
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    const int first = writer >= 0 ? writer : 0, last = writer >= 0 ? writer : m->size - 1;
     int rc = OMPI_SUCCESS;
 
-    for (int p = (writer >= 0 ? writer : 0); p < (writer >= 0 ? writer + 1 : m->size); ++p) {
+    for (int p = first; p <= last; ++p) {
         if (p == m->rank) {
             continue;
         }
@@ -486,22 +490,22 @@ int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint
                       int writer)
 {
     uint64_t *slot = mca_coll_ofi_slot(m, area_off, index);
-    double next = 0.0;
+    uint64_t next = 0;
     unsigned spins = 0;
 
     while (__atomic_load_n(slot, __ATOMIC_ACQUIRE) < value) {
         opal_progress();
         /* the clock read once in a while: most waits end in microseconds */
         if (OPAL_UNLIKELY(0 == (++spins & 1023))) {
-            double now = mca_coll_ofi_seconds();
-            if (0.0 == next) {
-                next = now + MCA_COLL_OFI_PROBE_AFTER;
+            uint64_t now = mca_coll_ofi_usec();
+            if (0 == next) {
+                next = now + MCA_COLL_OFI_PROBE_USEC;
             } else if (now >= next) {
                 int rc = mca_coll_ofi_probe(m, writer);
                 if (OMPI_SUCCESS != rc) {
                     return rc;
                 }
-                next = mca_coll_ofi_seconds() + MCA_COLL_OFI_PROBE_AFTER;
+                next = mca_coll_ofi_usec() + MCA_COLL_OFI_PROBE_USEC;
             }
         }
     }
