@@ -159,7 +159,9 @@ int mca_btl_ofi_close_fid(struct fid *fid, const char *what);
 
 /* Test-only fault injection (btl_ofi_inject_fault "CALL@N,..."): the Nth
  * call of CALL fails with -FI_EIO, or for CQ the Nth completion is turned
- * into an error. Built only with --enable-fault-injection (in tree:
+ * into an error; REPOST: the Nth posting of a receive buffer and the
+ * MCA_BTL_OFI_FAULT_REPOST_RUN after it find the receive queue full
+ * (-FI_ENOMEM, as libfabric's shm was seen to answer). Built only with --enable-fault-injection (in tree:
  * --enable-btl-ofi-fault-injection), as the test suite builds; otherwise
  * every test of it is the constant false and the compiler removes it. */
 enum {
@@ -172,8 +174,10 @@ enum {
     MCA_BTL_OFI_FAULT_CQ,
     MCA_BTL_OFI_FAULT_RMACQ,
     MCA_BTL_OFI_FAULT_REMOTE,
+    MCA_BTL_OFI_FAULT_REPOST,
     MCA_BTL_OFI_FAULT_MAX
 };
+#define MCA_BTL_OFI_FAULT_REPOST_RUN 64
 #if MCA_BTL_OFI_FAULT_INJECTION
 extern bool mca_btl_ofi_fault_armed;
 bool mca_btl_ofi_fault_hit(int call);

@@ -143,7 +143,7 @@ static void mca_btl_ofi_reg_counter(const char *name, const char *help, size_t o
 #if MCA_BTL_OFI_FAULT_INJECTION
 
 static const char *const mca_btl_ofi_fault_names[MCA_BTL_OFI_FAULT_MAX] = {
-    "getinfo", "mr_reg", "write", "read", "atomic", "send", "cq", "rmacq", "remote"};
+    "getinfo", "mr_reg", "write", "read", "atomic", "send", "cq", "rmacq", "remote", "repost"};
 static int64_t mca_btl_ofi_fault_at[MCA_BTL_OFI_FAULT_MAX];
 static volatile int64_t mca_btl_ofi_fault_calls[MCA_BTL_OFI_FAULT_MAX];
 bool mca_btl_ofi_fault_armed = false;
@@ -153,7 +153,12 @@ bool mca_btl_ofi_fault_hit(int call)
     if (0 == mca_btl_ofi_fault_at[call]) {
         return false;
     }
-    if (opal_atomic_add_fetch_64(&mca_btl_ofi_fault_calls[call], 1) != mca_btl_ofi_fault_at[call]) {
+    int64_t n = opal_atomic_add_fetch_64(&mca_btl_ofi_fault_calls[call], 1);
+    if (MCA_BTL_OFI_FAULT_REPOST == call && n > mca_btl_ofi_fault_at[call]
+        && n <= mca_btl_ofi_fault_at[call] + MCA_BTL_OFI_FAULT_REPOST_RUN) {
+        return true; /* the rest of a run of full receive queues, said once */
+    }
+    if (n != mca_btl_ofi_fault_at[call]) {
         return false;
     }
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "injecting a failure into %s call %lld",
@@ -422,8 +427,9 @@ static void mca_btl_ofi_register_info(mca_btl_ofi_component_t *c)
         "TESTING ONLY: comma-separated CALL@N items; the Nth call of CALL fails with FI_EIO "
         "(CALL: getinfo, mr_reg, write, read, atomic, send) or, for cq, the Nth completion is "
         "reported as an error (rmacq: the Nth completion of a put, get or atomic; remote: after "
-        "the Nth completion, an error on an operation a peer aimed at this process). Empty "
-        "(default): no fault",
+        "the Nth completion, an error on an operation a peer aimed at this process; repost: "
+        "the Nth posting of a receive buffer and the 64 after it find the queue full, "
+        "FI_ENOMEM). Empty (default): no fault",
         &c->inject_fault, OPAL_INFO_LVL_9, 0, MCA_BASE_VAR_SCOPE_READONLY);
 #endif
 }
@@ -470,9 +476,49 @@ static int mca_btl_ofi_component_register(void)
     return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_ofi_module_template.super);
 }
 
+/* Values of ours for provider variables whose defaults do not fit a BTL,
+ * set while libfabric has not read them yet (it does at its first
+ * fi_getinfo, ours at component init; component open comes first, before
+ * any pml's transport is initialised) and only where the user set
+ * nothing: a user's own value always wins.
+ *
+ * FI_OFI_RXM_MSG_RX_SIZE: the receive queue depth ofi_rxm asks of the
+ * core provider. Left unset, libfabric 1.17's ofi_rxm over tcp posts 4096
+ * receive buffers of FI_OFI_RXM_BUFFER_SIZE bytes (16 KiB) when the
+ * endpoint is enabled, every page touched: a process held 105 MiB
+ * whatever the job's size (issue 28; README "Start-up and memory"). At
+ * 1024 it holds 53 MiB (2048: 70 MiB; below 1024 nothing more is freed:
+ * its pools start at 1024 buffers), and ob1's latency from 8 B to 64 KiB,
+ * its streaming bandwidth and its message rate stayed within the
+ * run-to-run noise even at 32. A burst deeper than the queue waits in the
+ * socket until buffers come back: flow control, not loss. */
+static bool mca_btl_ofi_rxm_rx_size_ours = false;
+
+static void mca_btl_ofi_provider_defaults(void)
+{
+    mca_btl_ofi_rxm_rx_size_ours = (NULL == getenv("FI_OFI_RXM_MSG_RX_SIZE"));
+    (void) setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", 0);
+}
+
+/* Said once a provider is taken, where it applies. */
+static void mca_btl_ofi_provider_defaults_say(const struct fi_info *info)
+{
+    if (NULL != strstr(info->fabric_attr->prov_name, "ofi_rxm")) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=%s (%s)",
+                            getenv("FI_OFI_RXM_MSG_RX_SIZE"),
+                            mca_btl_ofi_rxm_rx_size_ours
+                                ? "btl/ofi's default: libfabric's own posts 4096 buffers, 105 "
+                                  "MiB per process; set the variable to choose"
+                                : "the user's");
+    }
+}
+
 static int mca_btl_ofi_component_open(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+
+    mca_btl_ofi_provider_defaults();
 
     /* Keep libfabric loaded for the life of the process. Providers leave
      * exit-time hooks behind that outlive fi_close (shm and tcp do), and
@@ -1433,6 +1479,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         modules = mca_btl_ofi_publish(taken, ntaken);
         if (NULL != modules) {
             *num_btl_modules = ntaken;
+            mca_btl_ofi_provider_defaults_say(taken[0]->info);
         }
     }
     mca_btl_ofi_lists_close(&lists);

@@ -412,8 +412,13 @@ static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, const void *b
     reg->cbfunc(&context->module->super, hdr->op, &des, reg->cbdata);
 }
 
-/* Post one receive buffer. A full receive queue (-FI_EAGAIN) parks it on
- * the context, to be posted again by progress: a buffer is never lost. */
+/* Post one receive buffer. A full receive queue parks it on the context,
+ * to be posted again by progress: a buffer is never lost. Full is
+ * -FI_EAGAIN, or -FI_ENOMEM: libfabric 1.17's shm answers a post with
+ * that when its pool of receive entries is empty for a moment (seen once
+ * streaming small messages; the entries come back as messages complete),
+ * and a buffer dropped there would have been gone for good: with every
+ * buffer gone that way no message could arrive again. */
 static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
 {
     mca_btl_ofi_context_t *context = rdesc->context;
@@ -429,14 +434,15 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
     ssize_t rc;
 
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = fi_recvmsg(context->rx, &msg, context->rflags);
-    if (OPAL_UNLIKELY(-FI_EAGAIN == rc)) {
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_REPOST) ? -FI_ENOMEM
+                                                     : fi_recvmsg(context->rx, &msg, context->rflags);
+    if (OPAL_UNLIKELY(-FI_EAGAIN == rc || -FI_ENOMEM == rc)) {
         rdesc->next_repost = context->repost;
         context->repost = rdesc;
         context->parked = true;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc)) {
+    if (OPAL_LIKELY(0 == rc || -FI_EAGAIN == rc || -FI_ENOMEM == rc)) {
         return OPAL_SUCCESS;
     }
     MCA_BTL_OFI_REPORT("fi_recvmsg", rc);

@@ -5,7 +5,7 @@
  *
  * Every rank of a served communicator owns one registered block:
  *
- *   reserved  header (barrier counter, fetch result), then three arrays
+ *   reserved  header (fetch result, probe target), then three arrays
  *             of one 64-bit slot per rank: ready[], credit[] (written by
  *             peers) and src[] (local sources of the slot writes), then
  *             one bounce page used as the data cache when
@@ -81,10 +81,9 @@ enum {
 
 /* The start of the reserved area. */
 typedef struct mca_coll_ofi_header_t {
-    uint64_t barrier_count; /* rank 0's: fetch-and-add target of barrier arrivals */
     uint64_t fetch_result;  /* where fetching atomics land locally */
     uint64_t probe;         /* where a waiting rank's probe gets land (mca_coll_ofi_wait) */
-    uint64_t pad[5];
+    uint64_t pad[6];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -126,7 +125,6 @@ typedef struct mca_coll_ofi_module_t {
     size_t data_size;
 
     uint64_t step;     /* last step used; equal on every rank */
-    uint64_t barriers; /* barriers done; equal on every rank */
 
     /* RDMA operations issued and not yet completed; first failure seen */
     volatile int32_t pending;

@@ -1,21 +1,29 @@
 /*
- * coll/ofi barrier, in the reserved area: every other rank announces its
- * arrival with a fetch-and-add on rank 0's barrier counter; rank 0 waits
- * until the counter holds every arrival of every barrier so far, then
- * releases each rank by writing the barrier's step into its ready slot.
+ * coll/ofi barrier: a dissemination barrier in the reserved area. In
+ * round k (distance d = 2^k, while d < n) every rank writes the barrier's
+ * step into its slot of the ready area of rank (r + d) % n, then waits
+ * until its own slot of rank (r - d) % n holds that step. After the last
+ * round every rank has heard, directly or through others, from every
+ * rank, so none leaves before all have arrived.
  *
- * The counter only grows, and a rank can add for the next barrier only
- * after rank 0 released it from this one, so rank 0's count is exact.
+ * ceil(log2 n) one-way flag writes on every rank's path, all ranks
+ * writing at once, instead of the n - 1 fetch-and-adds on rank 0 and its
+ * n - 1 releases of a central counter (the seed's design): at np 2 one
+ * write each way instead of an atomic round trip plus a release.
+ *
+ * The writers of one rank's slots in one barrier are all different
+ * (r - 2^k mod n is distinct for 2^k < n), and steps only grow, so a slot
+ * left by an earlier collective never satisfies this one, and a writer
+ * already in a later collective has passed this one.
  */
 
 #include "coll_ofi.h"
 
-#include <stddef.h>
-
 int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
-    uint64_t s, nb;
+    const int n = m->size;
+    uint64_t s;
     int rc;
 
     rc = mca_coll_ofi_cache_ready(m);
@@ -28,26 +36,18 @@ int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
     }
     m->n_barrier++;
     s = ++m->step;
-    nb = ++m->barriers;
 
-    if (0 == m->rank) {
-        rc = mca_coll_ofi_wait(m, offsetof(mca_coll_ofi_header_t, barrier_count), 0,
-                               nb * (uint64_t) (m->size - 1), -1);
+    for (int d = 1; d < n; d <<= 1) {
+        const int to = (m->rank + d) % n, from = (m->rank - d + n) % n;
+
+        rc = mca_coll_ofi_signal(m, to, m->off_ready, s);
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
-        for (int r = 1; r < m->size; ++r) {
-            rc = mca_coll_ofi_signal(m, r, m->off_ready, s);
-            if (OMPI_SUCCESS != rc) {
-                return rc;
-            }
+        rc = mca_coll_ofi_wait(m, m->off_ready, from, s, from);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
         }
-        return mca_coll_ofi_complete(m);
     }
-
-    rc = mca_coll_ofi_fetch_add(m, 0, offsetof(mca_coll_ofi_header_t, barrier_count), 1);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    return mca_coll_ofi_wait(m, m->off_ready, 0, s, 0);
+    return mca_coll_ofi_complete(m);
 }

@@ -112,12 +112,26 @@
 #                     in btl_ofi_*.c or coll_ofi_*.c in its own stack (the stack of the bad
 #                     access, or of a leak's allocation; where uninitialised
 #                     or freed memory came from is shown, not counted).
+#   rxfull:PROV       tests/bin/workload all on 2 ranks with
+#                     btl_ofi_inject_fault repost@9 on rank 0: its receive
+#                     buffers' postings find the queue full (-FI_ENOMEM, as
+#                     libfabric 1.17's shm was seen to answer once) 65 times
+#                     in a row, from the first buffer it posts again (the
+#                     9th posting: 8 at start, btl_ofi_rd_num 8, one buffer
+#                     per message, btl_ofi_multi_recv_size 0). Each
+#                     buffer must wait for a later posting, never be
+#                     dropped: the injection fires, the job ends with "OK
+#                     workload" (every byte checked) and no failure is
+#                     reported. Before btl/ofi parked such buffers every
+#                     one was dropped, and the job hung. shm (where it was
+#                     seen) and tcp;ofi_rxm.
 #   jobs:PROV:COUNT   COUNT jobs back to back (tests/bin/workload all -n 2 on
 #                     2 ranks, about 0.8 s each); every one must pass.
 #
 # Default list: every provider: death rma and msg, regexpose, inject (7
-# calls), jobs (BTL_OFI_FAULT_JOBS each, default 20); fuzz:shm, asan:shm,
-# memcheck:shm, memcheck:sockets: 47 cases, about 9 minutes on 2 cores
+# calls), jobs (BTL_OFI_FAULT_JOBS each, default 20); death coll and
+# collidle and rxfull on shm and tcp;ofi_rxm; fuzz:shm, asan:shm,
+# memcheck:shm, memcheck:sockets: 61 cases, about 9 minutes on 2 cores
 # (a death case that fails takes 37 s, one that passes 6 s).
 # BTL_OFI_FAULTS_FULL=1 (or BTL_OFI_FULL=1) adds fuzz and asan on every
 # other provider and memcheck on tcp;ofi_rxm and udp;ofi_rxd, fuzzes every
@@ -184,6 +198,7 @@ list_cases() {
             [[ $call == atomic && $prov == *ofi_rxd* ]] && continue
             echo "inject:$p:$call"
         done
+        [[ $prov == shm || $prov == "tcp;ofi_rxm" ]] && echo "rxfull:$p"
         echo "jobs:$p:$njobs"
     done
     for prov in $PROVIDERS; do
@@ -554,6 +569,36 @@ has_fault_switch() {
     [[ -z ${fault_switch:-} ]] && fault_switch=$(OMPI_MCA_mca_base_component_path=$("$ofirun" --component-path) \
         ompi_info --param btl ofi --level 9 --parsable 2>/dev/null | grep -c '^mca:btl:ofi:param:btl_ofi_inject_fault:value')
     ((fault_switch > 0))
+}
+
+# A run of full receive queues on rank 0's reposts: nothing may be lost,
+# nothing reported, the job must end with every byte checked.
+run_rxfull() { # label prov log t0
+    local label=$1 prov=$2 log=$3 t0=$4 rc crash
+    local -a why=()
+    if ! has_fault_switch; then
+        report FAIL "$label" 0 "the installed component has no btl_ofi_inject_fault: it was built without --enable-fault-injection" "$log"
+        return
+    fi
+    WORKLOAD_FAULT_RANK=0 WORKLOAD_FAULT=repost@9 run_logged "$log" 60 "$ofirun" -np 2 \
+        --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 --mca btl_ofi_rd_num 8 --mca btl_ofi_multi_recv_size 0 \
+        "$bindir/workload" all -n 3
+    rc=$?
+    crash=$(crash_of "$log")
+    grep -q 'btl/ofi: injecting a failure into repost call 9' "$log" ||
+        why+=("the injection never fired: rank 0 posted no receive buffer again")
+    if ((rc == 124 || rc == 137)); then
+        why+=("the job hung (killed after 60 s): receive buffers refused with FI_ENOMEM were dropped")
+    elif ((rc != 0)) || ! grep -qx 'OK workload' "$log"; then
+        why+=("the job did not end with OK workload (exit code $rc): $(first_fail "$log")")
+    fi
+    grep -qE 'fi_recvmsg|fi call failed' "$log" && why+=("a failure was reported: $(grep -m1 -E 'fi_recvmsg|fi call failed' "$log" | cut -c1-120)")
+    [[ -n $crash ]] && why+=("crash: $crash")
+    if ((${#why[@]})); then
+        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${why[@]}" | sed 's/; $//')" "$log"
+    else
+        report PASS "$label" $((SECONDS - t0)) "65 postings of rank 0's receive buffers refused in a row (injected FI_ENOMEM), each buffer posted again later: OK workload, every byte checked, nothing reported"
+    fi
 }
 
 run_inject() { # label prov call log t0
@@ -983,6 +1028,7 @@ run_case() {
     death) label="faults $prov death $a" ;;
     regexpose) label="faults $prov regexpose" ;;
     inject) label="faults $prov inject $a" ;;
+    rxfull) label="faults $prov receive queue full (FI_ENOMEM) on reposts" ;;
     fuzz) label="faults $prov fuzz" ;;
     asan) label="faults $prov asan" ;;
     memcheck) label="faults $prov memcheck" ;;
@@ -1003,7 +1049,7 @@ run_case() {
     case $group in
     death) progs=(death) ;;
     regexpose) progs=(regexpose) ;;
-    inject | jobs) progs=(workload) ;;
+    inject | jobs | rxfull) progs=(workload) ;;
     fuzz) progs=(hello) ;;
     asan) progs=(putget pingpong) ;;
     memcheck) progs=(putget pingpong colltest_mt) ;;
@@ -1032,6 +1078,7 @@ run_case() {
         fi
         run_inject "$label" "$prov" "$a" "$log" "$t0"
         ;;
+    rxfull) run_rxfull "$label" "$prov" "$log" "$t0" ;;
     fuzz) run_fuzz "$label" "$prov" "$log" "$t0" ;;
     asan) run_asan "$label" "$prov" "$log" "$t0" ;;
     memcheck) run_memcheck "$label" "$prov" "$log" "$t0" ;;
