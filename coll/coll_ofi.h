@@ -10,7 +10,8 @@
  *             peers) and src[] (local sources of the slot writes), then
  *             one bounce page used as the data cache when
  *             coll_ofi_cache_pages is 0, then (up to 16 ranks) two sets
- *             of one 256-byte slot per rank for small allreduces;
+ *             of one 256-byte slot per rank for small allreduces, then
+ *             the ring of small broadcasts;
  *   directory every rank's block address and registration handle;
  *   data      coll_ofi_cache_pages pages that payload moves through.
  *
@@ -55,6 +56,18 @@ BEGIN_C_DECLS
 #define MCA_COLL_OFI_PROBE_USEC 1000000
 #define MCA_COLL_OFI_SMALL_RANKS 16
 
+/* Broadcasts of at most RING_BYTES travel through a ring of RING_SLOTS
+ * slots in every rank's reserved area (coll_ofi_bcast.c): a parent writes
+ * call c into its children's slot c % RING_SLOTS as soon as they have
+ * emptied the slot's previous call, without a per-call credit, so a root
+ * runs up to RING_SLOTS calls ahead of its slowest child. */
+#define MCA_COLL_OFI_RING_SLOTS 16
+#define MCA_COLL_OFI_RING_BYTES 1024
+/* one slot: its flag (the call number + 1 once the data is there), padded
+ * to a cache line, then the data */
+#define MCA_COLL_OFI_RING_HEAD 64
+#define MCA_COLL_OFI_RING_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_RING_BYTES)
+
 typedef struct mca_coll_ofi_component_t {
     mca_coll_base_component_2_0_0_t super;
     int priority;
@@ -83,7 +96,9 @@ enum {
 typedef struct mca_coll_ofi_header_t {
     uint64_t fetch_result;  /* where fetching atomics land locally */
     uint64_t probe;         /* where a waiting rank's probe gets land (mca_coll_ofi_wait) */
-    uint64_t pad[6];
+    uint64_t ring_done;     /* ring broadcasts whose slot this rank has emptied (peers read it) */
+    uint64_t ring_peek;     /* where the get of a child's ring_done lands */
+    uint64_t pad[4];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -117,7 +132,7 @@ typedef struct mca_coll_ofi_module_t {
     char *block;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
-    size_t off_ready, off_credit, off_src, off_bounce, off_small, off_dir, off_data;
+    size_t off_ready, off_credit, off_src, off_bounce, off_small, off_ring, off_dir, off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
@@ -125,6 +140,8 @@ typedef struct mca_coll_ofi_module_t {
     size_t data_size;
 
     uint64_t step;     /* last step used; equal on every rank */
+    uint64_t ring_calls; /* ring broadcasts begun; equal on every rank */
+    uint64_t *ring_seen; /* per peer: its ring_done when last read */
 
     /* RDMA operations issued and not yet completed; first failure seen */
     volatile int32_t pending;
@@ -151,6 +168,10 @@ int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
+/* Write VALUE at REMOTE_OFF of PEER's block (as mca_coll_ofi_signal). */
+int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t value);
+/* Return once PEER has emptied its ring slot of call C - RING_SLOTS. */
+int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Wait until our slot INDEX of AREA_OFF holds at least VALUE, written by
  * rank WRITER (-1: any rank may be the last to write it); OMPI_ERROR when
  * the writer is found lost meanwhile. */

@@ -18,25 +18,111 @@
 
 #include "coll_ofi.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opal/datatype/opal_convertor.h"
 #include "opal/util/output.h"
 
-int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+/* This rank's place in the fan-out tree rooted at ROOT: its parent (-1
+ * at the root) and its children, relative ranks fanout*vr+1 ..
+ * fanout*vr+nchildren, the absolute one of child i being
+ * (first + i + root) % n. */
+typedef struct {
+    int parent;
+    long first;
+    int nchildren;
+} mca_coll_ofi_tree_t;
+
+static mca_coll_ofi_tree_t mca_coll_ofi_tree(const mca_coll_ofi_module_t *m, int root)
 {
     const int n = m->size;
     const int fanout = mca_coll_ofi_component.fanout;
     const int vr = (m->rank - root + n) % n;
-    const int parent = (0 == vr) ? -1 : ((vr - 1) / fanout + root) % n;
+    mca_coll_ofi_tree_t t;
+
+    t.parent = (0 == vr) ? -1 : ((vr - 1) / fanout + root) % n;
+    t.first = (long) fanout * vr + 1;
+    t.nchildren = (t.first >= n) ? 0 : (int) ((n - t.first < fanout) ? n - t.first : fanout);
+    return t;
+}
+
+/*
+ * A broadcast of at most RING_BYTES, through the ring (coll_ofi.h): call
+ * c uses slot c % RING_SLOTS on every rank. A rank with a parent waits
+ * for the slot's flag to say c; every rank with children puts the slot's
+ * bytes into each child's same slot once that child has emptied the
+ * slot's previous call (mca_coll_ofi_ring_room: usually known without
+ * asking), completes and flushes the puts, then writes the child's flag.
+ * Only then does it copy the bytes out and count the slot emptied, so
+ * the slot it forwarded from is not overwritten under its own puts. No
+ * rank waits for its children to arrive: a root returns as soon as its
+ * children have the bytes, and may be up to RING_SLOTS calls ahead.
+ */
+static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+{
+    const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
+    const uint64_t c = m->ring_calls++;
+    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * MCA_COLL_OFI_RING_STRIDE;
+    char *data = m->block + slot_off + MCA_COLL_OFI_RING_HEAD;
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    int rc;
+
+    if (t.parent >= 0) {
+        rc = mca_coll_ofi_wait(m, slot_off, 0, c + 1, t.parent);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    } else {
+        memcpy(data, buf, bytes);
+    }
+    for (int i = 0; i < t.nchildren; ++i) {
+        const int child = (int) ((t.first + i + root) % m->size);
+        rc = mca_coll_ofi_ring_room(m, child, c);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_put(m, child, data, slot_off + MCA_COLL_OFI_RING_HEAD, bytes);
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    for (int i = 0; i < t.nchildren; ++i) {
+        const int child = (int) ((t.first + i + root) % m->size);
+        rc = mca_coll_ofi_flush(m, child);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_signal_at(m, child, slot_off, c + 1);
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    rc = mca_coll_ofi_complete(m);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (t.parent >= 0) {
+        memcpy(buf, data, bytes);
+    }
+    __atomic_store_n(&h->ring_done, c + 1, __ATOMIC_RELEASE);
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+{
+    const int n = m->size;
+    const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
+    const int parent = t.parent;
     const size_t chunk = m->data_size / 2;
     const size_t nchunks = (bytes + chunk - 1) / chunk;
     const uint64_t base = m->step + 1;
-    /* children are relative ranks fanout*vr+1 .. fanout*vr+nchildren */
-    const long first = (long) fanout * vr + 1;
-    const int nchildren = (first >= n) ? 0 : (int) ((n - first < fanout) ? n - first : fanout);
+    const long first = t.first;
+    const int nchildren = t.nchildren;
     int rc = OMPI_SUCCESS;
+
+    if (bytes <= MCA_COLL_OFI_RING_BYTES) {
+        return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
+    }
 
     for (size_t k = 0; k < nchunks; ++k) {
         const uint64_t s = base + k;

@@ -85,7 +85,8 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->off_bounce = MCA_COLL_OFI_ALIGN(m->off_src + n * sizeof(uint64_t), 64);
     m->off_small = m->off_bounce + MCA_COLL_OFI_PAGE_SIZE;
     m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * MCA_COLL_OFI_SMALL_BYTES : 0;
-    m->off_dir = m->off_small + m->small_size;
+    m->off_ring = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
+    m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * MCA_COLL_OFI_RING_STRIDE;
     /* per rank: block address, data size, registration handle */
     m->dir_stride = 2 * sizeof(uint64_t) + MCA_COLL_OFI_ALIGN(hsize, 8);
     off = MCA_COLL_OFI_ALIGN(m->off_dir + n * m->dir_stride, MCA_COLL_OFI_PAGE_SIZE);
@@ -93,7 +94,9 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->data_size = (size_t) mca_coll_ofi_component.cache_pages * MCA_COLL_OFI_PAGE_SIZE;
     m->block_size = off + m->data_size;
 
-    if (0 != posix_memalign((void **) &m->block, MCA_COLL_OFI_PAGE_SIZE, m->block_size)) {
+    m->ring_seen = calloc(n, sizeof(*m->ring_seen));
+    if (NULL == m->ring_seen
+        || 0 != posix_memalign((void **) &m->block, MCA_COLL_OFI_PAGE_SIZE, m->block_size)) {
         m->block = NULL;
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -132,6 +135,8 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     }
     free(m->block);
     m->block = NULL;
+    free(m->ring_seen);
+    m->ring_seen = NULL;
     free(m->endpoints);
     m->endpoints = NULL;
 }
@@ -426,6 +431,11 @@ int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer)
  * returns (mca_coll_ofi_complete). */
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value)
 {
+    return mca_coll_ofi_signal_at(m, peer, area_off + (size_t) m->rank * sizeof(uint64_t), value);
+}
+
+int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t value)
+{
     uint64_t *src = mca_coll_ofi_slot(m, m->off_src, peer);
     int rc;
 
@@ -439,8 +449,38 @@ int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uin
      * that sees the flag reads it */
     opal_atomic_wmb();
     *src = value;
-    return mca_coll_ofi_put(m, peer, src, area_off + (size_t) m->rank * sizeof(uint64_t),
-                            sizeof(uint64_t));
+    return mca_coll_ofi_put(m, peer, src, remote_off, sizeof(uint64_t));
+}
+
+/* The slot of call C in PEER's ring is free once PEER has emptied it for
+ * call C - RING_SLOTS. PEER's count is read with a get only when the value
+ * last read does not already say so: once in about RING_SLOTS calls while
+ * the children keep up. The get is also work owed by PEER, so a dead
+ * child is named by the btl's lost-peer check like any other wait. */
+int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
+{
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    int rc;
+
+    if (c < MCA_COLL_OFI_RING_SLOTS) {
+        return OMPI_SUCCESS;
+    }
+    while (m->ring_seen[peer] + MCA_COLL_OFI_RING_SLOTS <= c) {
+        rc = mca_coll_ofi_get(m, peer, &h->ring_peek, offsetof(mca_coll_ofi_header_t, ring_done),
+                              sizeof(h->ring_peek));
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_complete(m);
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        m->ring_seen[peer] = __atomic_load_n(&h->ring_peek, __ATOMIC_ACQUIRE);
+        if (m->ring_seen[peer] + MCA_COLL_OFI_RING_SLOTS > c) {
+            break;
+        }
+        opal_progress();
+    }
+    return OMPI_SUCCESS;
 }
 
 /* Microseconds of the monotonic clock. (Open MPI's own timer,

@@ -35,6 +35,8 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->data = NULL;
     m->data_size = 0;
     m->step = 0;
+    m->ring_calls = 0;
+    m->ring_seen = NULL;
     m->small_size = 0;
     m->small_calls = 0;
     m->pending = 0;

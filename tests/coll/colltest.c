@@ -4,7 +4,8 @@
  * input: every root, counts from 0 to 4 MiB, the predefined types with
  * every op valid for them, MPI_IN_PLACE, a non-commutative user op
  * (2x2 integer matrix product) whose result depends on rank order,
- * derived communicators, 1,000 back-to-back calls, and collectives
+ * derived communicators, 1,000 back-to-back calls, 600 small broadcasts
+ * streamed while one rank lags, and collectives
  * interleaved with point-to-point and one-sided traffic.
  *
  * Any difference prints "FAIL: ..." naming the test, communicator, rank,
@@ -590,6 +591,30 @@ static void suite_back_to_back(MPI_Comm comm, const char *cname)
     MPI_Win_free(&win);
 }
 
+/* Small broadcasts streamed while one rank lags now and then: coll/ofi
+ * sends broadcasts of up to 1 KiB through a ring of 16 slots per rank, and
+ * a parent goes on to later calls without waiting for its children, up to
+ * the slot its slowest child has not emptied yet. The root changes every
+ * 37 calls, so a slot is written by different parents in turn; the last
+ * rank stops for 20 ms at the start of each run of 37 whose root it is
+ * not, so that root runs ahead to that limit and waits there. Every byte
+ * of every call is checked. */
+static void suite_stream(MPI_Comm comm, const char *cname)
+{
+    int rank, size;
+
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    for (int i = 0; i < 600; ++i) {
+        /* at the start of each run of one root, unless the laggard is it */
+        if (rank == size - 1 && i % 37 == 0 && (i / 37) % size != size - 1) {
+            struct timespec lag = {0, 20 * 1000 * 1000};
+            nanosleep(&lag, NULL);
+        }
+        test_bcast(comm, cname, (size_t) ((i * 53) % 1024) + 1, (i / 37) % size, i);
+    }
+}
+
 /* coll/ofi's MPI_T counters of served calls on MPI_COMM_WORLD, when the
  * component is loaded: a third proof (besides its verbose lines) that it
  * served, checked when the program is run with "expect-ofi". */
@@ -714,6 +739,7 @@ int main(int argc, char **argv)
     }
 
     suite_back_to_back(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    suite_stream(MPI_COMM_WORLD, "MPI_COMM_WORLD");
     suite_back_to_back(rev, "MPI_COMM_WORLD reversed (split key)");
 
     MPI_Comm_free(&half);
