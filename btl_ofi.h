@@ -46,6 +46,9 @@
 
 #include "btl_ofi_types.h"
 
+#include <netinet/in.h>
+
+#include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -138,8 +141,37 @@ enum {
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 
 /* Whether the user left the variable btl_ofi_<name> at its default (a
- * variable not registered counts as set). */
-bool mca_btl_ofi_param_is_default(const char *name);
+ * variable not registered counts as set). Here, not in a file, because
+ * the component, the module and the rails ask it and none of them may
+ * call the others' way. */
+static inline bool mca_btl_ofi_param_is_default(const char *name)
+{
+    const mca_base_var_t *var = NULL;
+    int idx = mca_base_var_find("opal", "btl", "ofi", name);
+
+    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get(idx, &var) || NULL == var) {
+        return false;
+    }
+    return MCA_BASE_VAR_SOURCE_DEFAULT == var->mbv_source;
+}
+
+/* The raw address bytes and family of a socket address, or NULL (the
+ * component's interface lists and the rails' subnets read them). */
+static inline const unsigned char *mca_btl_ofi_sa_bytes(const struct sockaddr *sa, size_t len,
+                                                        int *family)
+{
+    if (NULL == sa || len < sizeof(sa->sa_family)) {
+        return NULL;
+    }
+    *family = sa->sa_family;
+    if (AF_INET == sa->sa_family && len >= sizeof(struct sockaddr_in)) {
+        return (const unsigned char *) &((const struct sockaddr_in *) sa)->sin_addr;
+    }
+    if (AF_INET6 == sa->sa_family && len >= sizeof(struct sockaddr_in6)) {
+        return (const unsigned char *) &((const struct sockaddr_in6 *) sa)->sin6_addr;
+    }
+    return NULL;
+}
 
 /* module */
 mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void);

@@ -13,6 +13,7 @@
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
 
 #include <sys/random.h>
@@ -105,7 +106,7 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
         if (OPAL_SUCCESS
             != opal_hash_table_get_value_uint64(&module->endpoints_by_proc, key,
                                                 (void **) &endpoint)) {
-            rc = mca_btl_ofi_endpoint_create(module, procs[i], &endpoint);
+            rc = mca_btl_ofi_rail_endpoint(module, procs[i], &endpoint);
             if (OPAL_ERR_UNREACH == rc) {
                 rc = OPAL_SUCCESS;
                 continue;
@@ -703,17 +704,6 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
         return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
     }
     return 0;
-}
-
-bool mca_btl_ofi_param_is_default(const char *name)
-{
-    const mca_base_var_t *var = NULL;
-    int idx = mca_base_var_find("opal", "btl", "ofi", name);
-
-    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get(idx, &var) || NULL == var) {
-        return false;
-    }
-    return MCA_BASE_VAR_SOURCE_DEFAULT == var->mbv_source;
 }
 
 static void mca_btl_ofi_provider_limits(mca_btl_ofi_module_t *module, const char *prov)
