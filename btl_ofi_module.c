@@ -570,6 +570,7 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->emu_requests, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->emu_failed, opal_list_t);
     OBJ_CONSTRUCT(&module->seq_in, opal_hash_table_t);
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->seq_in, 256)
@@ -597,6 +598,7 @@ void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
     }
     OBJ_DESTRUCT(&module->seq_in);
     OBJ_DESTRUCT(&module->emu_requests);
+    OBJ_DESTRUCT(&module->emu_failed);
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);

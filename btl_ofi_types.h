@@ -192,6 +192,7 @@ struct mca_btl_ofi_module_t;
 typedef struct mca_btl_ofi_ep_live_t {
     bool checkable; /* shares our host: pid and start_time can be checked */
     bool suspect;   /* an error without a clear cause: probe it at the next check */
+    bool refused;   /* dead, and an operation was refused: progress reports it */
     uint32_t pid;
     uint64_t start_time;
     /* its liveness listener (IP providers; family 0 otherwise), and when
@@ -316,8 +317,14 @@ typedef struct mca_btl_ofi_module_t {
      * as a pointer) */
     opal_hash_table_t emu_requests;
     uint64_t emu_next_id;
+    /* emulated puts and gets that failed, completed by the next progress
+     * pass (mca_btl_ofi_rma_failures), under `lock' */
+    opal_list_t emu_failed;
+    /* work an operation's path left for the next progress pass: a verdict
+     * on a peer it found dead, a failed emulated put or get */
+    volatile bool deferred;
     /* numbered messages peers posted on this rail's links, by sender
-     * name: mca_btl_ofi_seq_in_t (btl_ofi_frag.c), under `lock' */
+     * name: mca_btl_ofi_seq_in_t (btl_ofi_seq.c), under `lock' */
     opal_hash_table_t seq_in;
     opal_list_t endpoints;
 
