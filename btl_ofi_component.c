@@ -253,7 +253,28 @@ static void mca_btl_ofi_register_choice(mca_btl_ofi_component_t *c)
         &c->rail_split_size);
 }
 
-/* What a module opens: its traffic, contexts, receive buffers, progress. */
+/* The receive buffers a module posts for messages. */
+static void mca_btl_ofi_register_receives(mca_btl_ofi_component_t *c)
+{
+    c->rd_num = 8;
+    (void) mca_btl_ofi_reg_int("rd_num",
+                               "Receive buffers posted per context for messages (two-sided "
+                               "traffic, emulated atomics): FI_MULTI_RECV buffers of "
+                               "btl_ofi_multi_recv_size bytes where offered, else one message each",
+                               &c->rd_num, OPAL_INFO_LVL_5, NULL);
+
+    c->multi_recv_size = 256 * 1024;
+    (void) mca_btl_ofi_reg_int(
+        "multi_recv_size",
+        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV: messages are "
+        "packed into it back to back, so many small unexpected messages fit. At least twice "
+        "btl_ofi_max_send_size plus a header (raised to that); 0 posts one buffer per message "
+        "instead",
+        &c->multi_recv_size, OPAL_INFO_LVL_5, NULL);
+}
+
+/* What a module opens: its traffic, contexts, progress (receive buffers:
+ * mca_btl_ofi_register_receives). */
 static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
 {
     mca_base_var_enum_t *progress_enum = NULL, *mode_enum = NULL;
@@ -297,21 +318,7 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
                                "per progress call (1 to 128)",
                                &c->num_cq_read, OPAL_INFO_LVL_5, NULL);
 
-    c->rd_num = 8;
-    (void) mca_btl_ofi_reg_int("rd_num",
-                               "Receive buffers posted per context for messages (two-sided "
-                               "traffic, emulated atomics): FI_MULTI_RECV buffers of "
-                               "btl_ofi_multi_recv_size bytes where offered, else one message each",
-                               &c->rd_num, OPAL_INFO_LVL_5, NULL);
-
-    c->multi_recv_size = 256 * 1024;
-    (void) mca_btl_ofi_reg_int(
-        "multi_recv_size",
-        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV: messages are "
-        "packed into it back to back, so many small unexpected messages fit. At least twice "
-        "btl_ofi_max_send_size plus a header (raised to that); 0 posts one buffer per message "
-        "instead",
-        &c->multi_recv_size, OPAL_INFO_LVL_5, NULL);
+    mca_btl_ofi_register_receives(c);
 
     c->progress_mode = MCA_BTL_OFI_PROGRESS_DEFAULT;
     (void) mca_base_var_enum_create("btl_ofi_progress_mode", mca_btl_ofi_progress_values,
