@@ -2,10 +2,11 @@
  * btl/ofi endpoints: one per peer and module.
  *
  * A peer's endpoint maps every local context to the peer address that
- * context should use (the peer's entry read through btl_ofi_modex.c), so
- * any context can reach any peer; it carries what the liveness checks
- * (btl_ofi_liveness.c), the numbered messages (btl_ofi_frag.c) and rail
- * failover (btl_ofi_rails.c) keep per peer.
+ * context should use (the part of the peer's modex entry that
+ * btl_ofi_rails.c paired this module with), so any context can reach any
+ * peer; it carries what the liveness checks (btl_ofi_liveness.c), the
+ * numbered messages (btl_ofi_seq.c) and the rails (btl_ofi_rails.c) keep
+ * per peer.
  */
 
 #include "btl_ofi.h"

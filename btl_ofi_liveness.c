@@ -18,7 +18,6 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_modex.h"
-#include "btl_ofi_rails.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

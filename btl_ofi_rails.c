@@ -565,7 +565,7 @@ static void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module)
 {
     /* With several rails an atomic of the provider caught in flight on a
      * link that fails cannot be sent again (it may have been applied);
-     * ours, numbered messages, can (btl_ofi_frag.c). So they are taken
+     * ours, numbered messages, can (btl_ofi_seq.c). So they are taken
      * unless the user chose (btl_ofi_emulate_atomics 0 or 1), no receive
      * buffers are posted (one-sided only), or the progress thread already
      * runs without the room it keeps for them. They are applied by the
@@ -818,7 +818,7 @@ static int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
  * peer takes that rail (its endpoint's detour). Messages (of the pml and
  * of emulated atomics) are numbered per link with several rails: those
  * that may not have arrived are sent again with their numbers, and the
- * receiver takes each once (btl_ofi_frag.c). An atomic of the provider in
+ * receiver takes each once (btl_ofi_seq.c). An atomic of the provider in
  * flight on the cut link cannot be sent again: it may have been applied,
  * and twice would be wrong; with one in flight the peer is lost, as
  * before. The peer is told over the rail that answers, so that its own

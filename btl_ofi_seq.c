@@ -18,9 +18,9 @@
  *
  * The sender's side: numbering at the post (mca_btl_ofi_seq_send), keeping
  * a complete message until its acknowledgement (mca_btl_ofi_seq_settle,
- * _keep), and on failover taking every message and reply of the peer off
- * the failed rail and posting them again on the working one
- * (mca_btl_ofi_frags_move). The receiver's side: taking each number once
+ * _keep), and the copies failover posts again on the working rail
+ * (mca_btl_ofi_frag_copy, _resend: btl_ofi_rails.c takes every message and
+ * reply of the peer off the failed rail). The receiver's side: taking each number once
  * (mca_btl_ofi_seq_accept) and acknowledging (mca_btl_ofi_seq_ack_due,
  * _ack_again; the sender reads them in mca_btl_ofi_seq_acked).
  * btl_ofi_frag.c posts and receives the messages and calls in here: the

@@ -332,7 +332,7 @@ typedef struct mca_btl_ofi_module_t {
      * two-sided traffic); msg_size is the size of one receive buffer */
     bool messaging;
     bool amo_emulated; /* atomics carried as messages, applied by the target */
-    bool rma_emulated; /* puts and gets carried as messages (btl_ofi_rdma.c) */
+    bool rma_emulated; /* puts and gets carried as messages (btl_ofi_emulate.c) */
     size_t rma_chunk;  /* data bytes one such message carries */
     size_t msg_size;
     size_t inject_size;
@@ -353,7 +353,7 @@ typedef struct mca_btl_ofi_module_t {
     bool closing;
     /* a link of this rail to a peer failed (its traffic took another rail) */
     bool link_failed;
-    /* liveness probes of peers' hosts under way (btl_ofi_endpoint.c) */
+    /* liveness probes of peers' hosts under way (btl_ofi_liveness.c) */
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;
     int probe_listener; /* our liveness listener (peers probe it), 0: none */
