@@ -2,31 +2,36 @@
  * btl/ofi: an Open MPI byte transfer layer over libfabric.
  *
  * What every file of the component shares: its version, verbose stream,
- * locks, error reports, and the component's, module's and context's entry
- * points (the types are in btl_ofi_types.h, the wire formats of our own
- * messages in btl_ofi_wire.h). The files, each with a header of its name
- * for what it exports, in layers: a file calls only files below it.
+ * locks, error reports, small shared helpers, and the component's and
+ * module's entry points (the types are in btl_ofi_types.h, the wire
+ * formats of our own messages in btl_ofi_wire.h). The files, each .c but
+ * component.c and module.c with a header of its name for what it exports
+ * (those two export only through this header), in layers: a file calls
+ * only files below it.
  *
- *   component  MCA variables, provider and rail choice, init; sets the
- *              message handlers of the protocols below
- *   module     add/del procs, memory registration (rcache), flush,
- *              finalize
+ *   component  MCA variables, provider choice, init; sets the message
+ *              handlers of the protocols below
+ *   module     a module's life, add/del procs, memory registration
+ *              (rcache), flush, finalize
  *   progress   the progress callback: reads the completion queues, hands
- *              each completion to its owner, completion errors, the
- *              progress thread
- *   rails      the periodic peer check's consequences: failover from a
- *              rail whose link to a peer failed, or the peer named lost
+ *              each completion to its owner, completion errors, runs what
+ *              the operations' paths deferred, the progress thread
+ *   rails      several modules as one: rail selection and speeds, pairing
+ *              with a peer's rails, the split of large puts and gets,
+ *              failover from a rail whose link to a peer failed (moving its
+ *              traffic), the periodic peer check's consequences
  *   atomics    op, fetch-op, compare-swap through the provider or locally
- *   rdma       put and get (split over the rails), posting RMA
+ *   rdma       put and get on one rail, posting RMA, the RMA backlog
  *   emulate    puts, gets and atomics carried as messages, one request
- *              registry; the target's side of an atomic
+ *              registry; the target's side of them
  *   seq, frag  messages: frag posts and receives them (two-sided
  *              descriptors, receive buffers, delivery by message type to
- *              the handler module set), seq numbers them with several
+ *              the handler component set), seq numbers them with several
  *              rails. One layer in two files: frag's paths number and check
  *              through seq, seq sends acknowledgements and copies through
  *              frag (the only two files that call each other)
- *   endpoint   a peer's endpoint: its addresses, the route to it
+ *   endpoint   a peer's endpoint: its addresses, lookup by name, the route
+ *              of an operation to it (mca_btl_ofi_route_op)
  *   modex      what each process publishes, a peer's entry read
  *   completion the completion objects of puts, gets and atomics; the
  *              verdict on one that failed
@@ -37,8 +42,18 @@
  *              their locks, the thread-to-context binding
  *
  * The operations' own paths (put, get, atomics, send) never read a
- * completion queue: a full context answers OPAL_ERR_OUT_OF_RESOURCE and
- * the caller progresses, so failover and fatal errors act from progress.
+ * completion queue (a full context answers OPAL_ERR_OUT_OF_RESOURCE and
+ * the caller progresses) and never stop the job: a peer found dead is
+ * marked and the operation refused for now, a failed emulated put or get
+ * queued; the next progress pass names the peer or completes the
+ * operation (mca_btl_ofi_refusals_report, mca_btl_ofi_rma_failures), so
+ * failover and fatal errors act from progress. One exception: a post the
+ * provider refuses for good (not -FI_EAGAIN) is judged at once
+ * (mca_btl_ofi_post_refused: /proc, or a probe of up to 200 ms, then the
+ * verdict), because the error goes back to the caller only when the peer
+ * lives; deferring it would have every caller keep the operation until
+ * the verdict (ob1 stops the job, naming no peer, when a send completes
+ * with an error).
  */
 
 #ifndef MCA_BTL_OFI_H
@@ -46,6 +61,9 @@
 
 #include "btl_ofi_types.h"
 
+#include <netinet/in.h>
+
+#include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -138,8 +156,37 @@ enum {
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 
 /* Whether the user left the variable btl_ofi_<name> at its default (a
- * variable not registered counts as set). */
-bool mca_btl_ofi_param_is_default(const char *name);
+ * variable not registered counts as set). Here, not in a file, because
+ * the component, the module and the rails ask it and none of them may
+ * call the others' way. */
+static inline bool mca_btl_ofi_param_is_default(const char *name)
+{
+    const mca_base_var_t *var = NULL;
+    int idx = mca_base_var_find("opal", "btl", "ofi", name);
+
+    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get(idx, &var) || NULL == var) {
+        return false;
+    }
+    return MCA_BASE_VAR_SOURCE_DEFAULT == var->mbv_source;
+}
+
+/* The raw address bytes and family of a socket address, or NULL (the
+ * component's interface lists and the rails' subnets read them). */
+static inline const unsigned char *mca_btl_ofi_sa_bytes(const struct sockaddr *sa, size_t len,
+                                                        int *family)
+{
+    if (NULL == sa || len < sizeof(sa->sa_family)) {
+        return NULL;
+    }
+    *family = sa->sa_family;
+    if (AF_INET == sa->sa_family && len >= sizeof(struct sockaddr_in)) {
+        return (const unsigned char *) &((const struct sockaddr_in *) sa)->sin_addr;
+    }
+    if (AF_INET6 == sa->sa_family && len >= sizeof(struct sockaddr_in6)) {
+        return (const unsigned char *) &((const struct sockaddr_in6 *) sa)->sin6_addr;
+    }
+    return NULL;
+}
 
 /* module */
 mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void);

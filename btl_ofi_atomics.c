@@ -185,30 +185,6 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_e
     return OPAL_SUCCESS;
 }
 
-void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module)
-{
-    /* With several rails an atomic of the provider caught in flight on a
-     * link that fails cannot be sent again (it may have been applied);
-     * ours, numbered messages, can (btl_ofi_frag.c). So they are taken
-     * unless the user chose (btl_ofi_emulate_atomics 0 or 1), no receive
-     * buffers are posted (one-sided only), or the progress thread already
-     * runs without the room it keeps for them. They are applied by the
-     * target's progress: no change where the provider's atomics waited for
-     * it anyway (manual data progress: ofi_rxm applies them in the
-     * target's progress loop); with an auto-progress provider (sockets) a
-     * target computing outside MPI now delays them. */
-    if (module->amo_emulated || 0 <= mca_btl_ofi_component.emulate_atomics || !module->messaging
-        || module->progress_running) {
-        return;
-    }
-    module->amo_emulated = true;
-    mca_btl_ofi_atomics_query(module);
-    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                        "rail %d: atomics carried as messages (several rails: one in flight on "
-                        "a link that fails is sent again on another), atomic flags 0x%x",
-                        module->rail, module->super.btl_atomic_flags);
-}
-
 /*
  * One path for every network atomic: a non-fetching op is a fetching one
  * without a result, a compare-swap one with a second operand; the post
@@ -236,7 +212,7 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
                                         cbdata);
     }
     /* a dead peer refuses it; a failed link's detour carries it */
-    route = mca_btl_ofi_route_op(&module, &endpoint);
+    route = mca_btl_ofi_route_op(&module, &endpoint, &context);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
         return route;
     }
@@ -246,7 +222,6 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
                                        cbcontext, cbdata);
     }
 
-    context = mca_btl_ofi_context_get(module);
     comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, result, result_handle,
                                         cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {

@@ -12,10 +12,9 @@
 
 BEGIN_C_DECLS
 
+/* Which atomics MODULE offers (btl_atomic_flags), through the provider or
+ * as messages (module->amo_emulated). */
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
-/* One of several rails: carry atomics as messages where that costs the
- * target no more progress than the provider's own. */
-void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module);
 
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,

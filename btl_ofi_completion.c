@@ -73,7 +73,7 @@ void mca_btl_ofi_part_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *
         mca_btl_ofi_context_t *owner = whole->context;
 
         /* the whole was counted on its context only (see
-         * mca_btl_ofi_rdma_split), and never tracked */
+         * mca_btl_ofi_rdma_split, btl_ofi_rails.c), and never tracked */
         mca_btl_ofi_completion_run(whole, whole->parts_status);
         mca_btl_ofi_add64(&owner->outstanding, -1);
     }

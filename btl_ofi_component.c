@@ -258,7 +258,28 @@ static void mca_btl_ofi_register_choice(mca_btl_ofi_component_t *c)
         &c->rail_split_size);
 }
 
-/* What a module opens: its traffic, contexts, receive buffers, progress. */
+/* The receive buffers a module posts for messages. */
+static void mca_btl_ofi_register_receives(mca_btl_ofi_component_t *c)
+{
+    c->rd_num = 8;
+    (void) mca_btl_ofi_reg_int("rd_num",
+                               "Receive buffers posted per context for messages (two-sided "
+                               "traffic, emulated atomics): FI_MULTI_RECV buffers of "
+                               "btl_ofi_multi_recv_size bytes where offered, else one message each",
+                               &c->rd_num, OPAL_INFO_LVL_5, NULL);
+
+    c->multi_recv_size = 256 * 1024;
+    (void) mca_btl_ofi_reg_int(
+        "multi_recv_size",
+        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV: messages are "
+        "packed into it back to back, so many small unexpected messages fit. At least twice "
+        "btl_ofi_max_send_size plus a header (raised to that); 0 posts one buffer per message "
+        "instead",
+        &c->multi_recv_size, OPAL_INFO_LVL_5, NULL);
+}
+
+/* What a module opens: its traffic, contexts, progress (receive buffers:
+ * mca_btl_ofi_register_receives). */
 static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
 {
     mca_base_var_enum_t *progress_enum = NULL, *mode_enum = NULL;
@@ -302,21 +323,7 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
                                "per progress call (1 to 128)",
                                &c->num_cq_read, OPAL_INFO_LVL_5, NULL);
 
-    c->rd_num = 8;
-    (void) mca_btl_ofi_reg_int("rd_num",
-                               "Receive buffers posted per context for messages (two-sided "
-                               "traffic, emulated atomics): FI_MULTI_RECV buffers of "
-                               "btl_ofi_multi_recv_size bytes where offered, else one message each",
-                               &c->rd_num, OPAL_INFO_LVL_5, NULL);
-
-    c->multi_recv_size = 256 * 1024;
-    (void) mca_btl_ofi_reg_int(
-        "multi_recv_size",
-        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV: messages are "
-        "packed into it back to back, so many small unexpected messages fit. At least twice "
-        "btl_ofi_max_send_size plus a header (raised to that); 0 posts one buffer per message "
-        "instead",
-        &c->multi_recv_size, OPAL_INFO_LVL_5, NULL);
+    mca_btl_ofi_register_receives(c);
 
     c->progress_mode = MCA_BTL_OFI_PROGRESS_DEFAULT;
     (void) mca_base_var_enum_create("btl_ofi_progress_mode", mca_btl_ofi_progress_values,
@@ -707,22 +714,6 @@ static bool mca_btl_ofi_prefix_equal(const unsigned char *a, const unsigned char
     return 0 == rest || 0 == ((a[whole] ^ b[whole]) & (0xff << (8 - rest)));
 }
 
-/* The raw address bytes and family of a socket address, or NULL. */
-static const unsigned char *mca_btl_ofi_sa_bytes(const struct sockaddr *sa, size_t len, int *family)
-{
-    if (NULL == sa || len < sizeof(sa->sa_family)) {
-        return NULL;
-    }
-    *family = sa->sa_family;
-    if (AF_INET == sa->sa_family && len >= sizeof(struct sockaddr_in)) {
-        return (const unsigned char *) &((const struct sockaddr_in *) sa)->sin_addr;
-    }
-    if (AF_INET6 == sa->sa_family && len >= sizeof(struct sockaddr_in6)) {
-        return (const unsigned char *) &((const struct sockaddr_in6 *) sa)->sin6_addr;
-    }
-    return NULL;
-}
-
 /* The interface a candidate domain sends from (the one holding its source
  * address), or NULL for providers without one (shm). */
 static const char *mca_btl_ofi_iface_of(const struct fi_info *info, const struct ifaddrs *ifs)
@@ -1021,174 +1012,6 @@ static struct fi_info *mca_btl_ofi_pick(const struct fi_info *twin, uint64_t ext
     return mine;
 }
 
-/* ------------------------------------------------------------------ rails */
-
-/* Why a usable candidate does not become one more rail, or NULL. Rails are
- * domains of one provider on distinct interfaces. */
-static const char *mca_btl_ofi_rail_refusal(mca_btl_ofi_module_t *const *taken,
-                                            char (*taken_if)[IF_NAMESIZE + 1], int ntaken,
-                                            const struct fi_info *info, const char *iface)
-{
-    if (0 != strcmp(taken[0]->info->fabric_attr->prov_name, info->fabric_attr->prov_name)) {
-        return "another provider was taken (rails are domains of one provider)";
-    }
-    if (NULL == iface || '\0' == taken_if[0][0]) {
-        return "a domain was taken already (this provider has no network interfaces to "
-               "make rails of)";
-    }
-    for (int i = 0; i < ntaken; ++i) {
-        if (0 == strcmp(taken_if[i], iface)) {
-            return "its interface is a rail already (one domain per interface)";
-        }
-    }
-    if (ntaken >= mca_btl_ofi_component.max_rails) {
-        return "btl_ofi_max_rails rails are taken already";
-    }
-    return NULL;
-}
-
-/* The subnet of a rail's interface (address and netmask of the interface
- * address that is the domain's source address): it pairs the rail with
- * the peers' rails on the same subnet. */
-static void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_info *info,
-                                 const char *iface, const struct ifaddrs *ifs)
-{
-    int family, ifamily = AF_UNSPEC, mfamily = AF_UNSPEC;
-    const unsigned char *mine = mca_btl_ofi_sa_bytes(info->src_addr, info->src_addrlen, &family);
-
-    module->net_family = 0;
-    if (NULL == mine || NULL == iface) {
-        return;
-    }
-    for (const struct ifaddrs *i = ifs; NULL != i; i = i->ifa_next) {
-        const unsigned char *addr =
-            mca_btl_ofi_sa_bytes(i->ifa_addr, sizeof(struct sockaddr_in6), &ifamily);
-        const unsigned char *mask =
-            mca_btl_ofi_sa_bytes(i->ifa_netmask, sizeof(struct sockaddr_in6), &mfamily);
-        int len = AF_INET == family ? 4 : 16, bits = 0;
-
-        if (NULL == addr || NULL == mask || ifamily != family || mfamily != family
-            || 0 != strcmp(i->ifa_name, iface) || 0 != memcmp(addr, mine, (size_t) len)) {
-            continue;
-        }
-        for (int b = 0; b < len; ++b) {
-            module->net[b] = mine[b] & mask[b];
-            bits += __builtin_popcount(mask[b]);
-        }
-        module->net_family = family;
-        module->net_bits = bits;
-        return;
-    }
-}
-
-/* The speed of a rail's link in MB/s, or 0 when nobody says: the
- * provider's own report (fi_nic; none of Debian 12's providers fills it)
- * first, else the kernel's for the interface. */
-static unsigned int mca_btl_ofi_link_speed(const struct fi_info *info, const char *iface,
-                                           const char **from)
-{
-    char path[64 + IF_NAMESIZE];
-    long mbit = 0;
-    FILE *f;
-
-    if (NULL != info->nic && NULL != info->nic->link_attr && info->nic->link_attr->speed > 0) {
-        size_t mbytes = info->nic->link_attr->speed / 8000000; /* bit/s */
-
-        *from = "reported by the provider";
-        return (unsigned int) (mbytes > 0 ? mbytes : 1);
-    }
-    if (NULL == iface) {
-        return 0;
-    }
-    /* Mbit/s; unknown or down reads -1 or fails (the loopback has none) */
-    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", iface);
-    f = fopen(path, "r");
-    if (NULL == f) {
-        return 0;
-    }
-    if (1 != fscanf(f, "%ld", &mbit) || mbit <= 0) {
-        mbit = 0;
-    }
-    fclose(f);
-    *from = "the interface's speed";
-    return (unsigned int) ((mbit + 7) / 8);
-}
-
-/* Registers btl_ofi_WHAT_IFACE, a rail's own value of btl_ofi_WHAT, with
- * `value' (holding its default) as storage; true when the user set it. */
-static bool mca_btl_ofi_rail_var(const char *what, const char *iface, const char *help,
-                                 unsigned int *value)
-{
-    char name[32 + IF_NAMESIZE];
-
-    snprintf(name, sizeof(name), "%s_%s", what, iface);
-    (void) mca_base_component_var_register(&mca_btl_ofi_component.super.btl_version, name, help,
-                                           MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, 0,
-                                           OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, value);
-    return !mca_btl_ofi_param_is_default(name);
-}
-
-/*
- * A rail's bandwidth (MB/s) and latency: what ob1 weighs the modules to a
- * peer by, and what the parts of a split put or get are sized by. Set
- * per interface by btl_ofi_bandwidth_IF and btl_ofi_latency_IF, as
- * btl/tcp's; their defaults are btl_ofi_bandwidth and btl_ofi_latency
- * where the user set those, else the link speed the provider or the
- * kernel reports (no provider reports a latency: the default stands).
- */
-static void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi_info *info,
-                                   const char *iface)
-{
-    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-    const char *bw_from = "btl_ofi_bandwidth", *lat_from = "btl_ofi_latency";
-    unsigned int *bw = &c->rail_bandwidth[module->rail], *lat = &c->rail_latency[module->rail];
-    char bw_param[32 + IF_NAMESIZE] = "btl_ofi_bandwidth";
-
-    *bw = module->super.btl_bandwidth;
-    *lat = module->super.btl_latency;
-    if (mca_btl_ofi_param_is_default("bandwidth")) {
-        unsigned int speed = mca_btl_ofi_link_speed(info, iface, &bw_from);
-
-        if (speed > 0) {
-            *bw = speed;
-        } else {
-            bw_from = "default: no link speed known";
-        }
-    }
-    if (mca_btl_ofi_param_is_default("latency")) {
-        lat_from = "default";
-    }
-    if (NULL != iface
-        && mca_btl_ofi_rail_var("bandwidth", iface,
-                                "Bandwidth (MB/s) of the rail on this interface: ob1 spreads "
-                                "messages and a split put or get its parts over the rails in "
-                                "proportion (default: btl_ofi_bandwidth if set, else the link "
-                                "speed the provider or the kernel reports)",
-                                bw)) {
-        bw_from = "btl_ofi_bandwidth_IF";
-        snprintf(bw_param, sizeof(bw_param), "btl_ofi_bandwidth_%s", iface);
-    }
-    if (NULL != iface
-        && mca_btl_ofi_rail_var("latency", iface,
-                                "Latency of the rail on this interface, relative: ob1 sends a "
-                                "message's first fragment on the rail of least latency (default: "
-                                "btl_ofi_latency)",
-                                lat)) {
-        lat_from = "btl_ofi_latency_IF";
-    }
-    if (0 == *bw) {
-        /* a zero weight would divide by zero in ob1 and in the split */
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, opal_process_info.nodename,
-                       bw_param, 0, "at least 1 (MB/s)", 1);
-        *bw = 1;
-    }
-    module->super.btl_bandwidth = *bw;
-    module->super.btl_latency = *lat;
-    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                        "rail %d (interface %s): bandwidth %u MB/s (%s), latency %u (%s)",
-                        module->rail, NULL != iface ? iface : "none", *bw, bw_from, *lat, lat_from);
-}
-
 /* --------------------------------------------------------------- init */
 
 /* Who handles each message type of btl/ofi's own: the files that own the
@@ -1415,14 +1238,7 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
         modules[i] = &taken[i]->super;
         c->modules[i] = taken[i];
         if (ntaken > 1) {
-            /* a rail whose link fails passes its puts and gets in flight
-             * to another (mca_btl_ofi_rail_failover): each keeps its
-             * completion object, and every message has a completion, so
-             * that what the failed link holds is known */
-            taken[i]->track = true;
-            taken[i]->bare_limit = 0;
-            taken[i]->super.btl_sendi = NULL;
-            mca_btl_ofi_atomics_rails(taken[i]);
+            mca_btl_ofi_rails_join(taken[i]);
         }
     }
     c->num_modules = ntaken;

@@ -64,13 +64,36 @@ static void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_co
         return;
     }
     if (OPAL_UNLIKELY(OPAL_SUCCESS != comp->parts_status)) {
+        /* this may run on the put's or get's own path (a piece that could
+         * not be sent), which never stops the job itself: the next
+         * progress pass completes it (mca_btl_ofi_rma_failures) */
+        MCA_BTL_OFI_LOCK(&module->lock);
+        opal_list_append(&module->emu_failed, &comp->super.super);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        module->deferred = true;
+        return;
+    }
+    mca_btl_ofi_completion_finish(comp, OPAL_SUCCESS);
+}
+
+void mca_btl_ofi_rma_failures(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_completion_t *comp;
+
+    while (true) {
+        MCA_BTL_OFI_LOCK(&module->lock);
+        comp = (mca_btl_ofi_completion_t *) opal_list_remove_first(&module->emu_failed);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        if (NULL == comp) {
+            return;
+        }
         /* as a failed completion of the provider's own would be */
         mca_btl_ofi_rdma_failed_because(comp->context, &comp->op,
                                         OPAL_ERR_BAD_PARAM == comp->parts_status
                                             ? "the target refused the range"
                                             : opal_strerror(comp->parts_status));
+        mca_btl_ofi_completion_finish(comp, comp->parts_status);
     }
-    mca_btl_ofi_completion_finish(comp, comp->parts_status);
 }
 
 /* The messages (window places) LEN bytes of an emulated put or get take:

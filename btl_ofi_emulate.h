@@ -53,6 +53,11 @@ void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t
  * send them, and answer. */
 void mca_btl_ofi_rma_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 
+/** Complete the emulated puts and gets that failed (from progress; their
+ * own paths only queue them): as a failed completion of the provider's
+ * would, the job stops if the owner ignores the status. */
+void mca_btl_ofi_rma_failures(mca_btl_ofi_module_t *module);
+
 /** Send the answer to put pieces this thread holds back while it
  * delivers a batch of completions (see btl_ofi_emulate.c): called at the
  * end of every batch that may have served pieces. */

@@ -2,10 +2,11 @@
  * btl/ofi endpoints: one per peer and module.
  *
  * A peer's endpoint maps every local context to the peer address that
- * context should use (the peer's entry read through btl_ofi_modex.c), so
- * any context can reach any peer; it carries what the liveness checks
- * (btl_ofi_liveness.c), the numbered messages (btl_ofi_frag.c) and rail
- * failover (btl_ofi_rails.c) keep per peer.
+ * context should use (the part of the peer's modex entry that
+ * btl_ofi_rails.c paired this module with), so any context can reach any
+ * peer; it carries what the liveness checks (btl_ofi_liveness.c), the
+ * numbered messages (btl_ofi_seq.c) and the rails (btl_ofi_rails.c) keep
+ * per peer.
  */
 
 #include "btl_ofi.h"
@@ -37,6 +38,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->live.stall_since = 0.0;
     endpoint->live.probe_wait = 0.0;
     endpoint->live.suspect = false;
+    endpoint->live.refused = false;
     endpoint->live.probed_at = 0.0;
     memset(&endpoint->bare, 0, sizeof(endpoint->bare));
     endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;
@@ -128,33 +130,15 @@ out_free_peer:
 }
 
 int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
+                                const mca_btl_ofi_modex_t *blob, int peer_rail,
                                 mca_btl_ofi_endpoint_t **ep_out)
 {
-    mca_btl_ofi_modex_rails_t *all = NULL;
-    const mca_btl_ofi_modex_t *blob;
     mca_btl_ofi_endpoint_t *endpoint;
-    int rc, peer_rail;
+    int rc;
 
-    if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)
-        && 0 == strcmp(module->info->fabric_attr->prov_name, "shm")) {
-        /* shm's addresses name shared-memory files of this host */
-        static bool told = false;
-        if (!told) {
-            told = true;
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "node-local provider", true,
-                           module->info->fabric_attr->prov_name, opal_process_info.nodename,
-                           OPAL_NAME_PRINT(proc->proc_name));
-        }
-        return OPAL_ERR_UNREACH;
-    }
-    rc = mca_btl_ofi_modex_peer(module, proc, &all, &blob, &peer_rail);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
     endpoint = OBJ_NEW(mca_btl_ofi_endpoint_t);
     if (NULL == endpoint) {
-        rc = OPAL_ERR_OUT_OF_RESOURCE;
-        goto out_free_all;
+        return OPAL_ERR_OUT_OF_RESOURCE;
     }
     rc = mca_btl_ofi_endpoint_addrs(module, endpoint, blob);
     if (OPAL_SUCCESS != rc) {
@@ -181,31 +165,9 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
         endpoint->live.checkable = false;
     }
     *ep_out = endpoint;
-    free(all);
     return OPAL_SUCCESS;
 
 out_release_endpoint:
     OBJ_RELEASE(endpoint);
-out_free_all:
-    free(all);
     return rc;
-}
-
-mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
-                                                     mca_btl_ofi_module_t *rail)
-{
-    mca_btl_ofi_endpoint_t *peer = endpoint->rail.peers[rail->rail];
-
-    if (OPAL_LIKELY(NULL != peer)) {
-        return peer;
-    }
-    MCA_BTL_OFI_LOCK(&rail->lock);
-    if (OPAL_SUCCESS
-        != opal_hash_table_get_value_uint64(
-            &rail->endpoints_by_proc, (uint64_t) (uintptr_t) endpoint->proc, (void **) &peer)) {
-        peer = NULL;
-    }
-    MCA_BTL_OFI_UNLOCK(&rail->lock);
-    endpoint->rail.peers[rail->rail] = peer; /* racing threads store the same */
-    return peer;
 }

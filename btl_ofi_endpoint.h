@@ -9,11 +9,16 @@
 
 #include "btl_ofi_context.h"
 #include "btl_ofi_liveness.h"
+#include "btl_ofi_modex.h"
 #include "btl_ofi_types.h"
 
 BEGIN_C_DECLS
 
+/* MODULE's endpoint for PROC, built from the part BLOB of its modex entry
+ * that MODULE pairs with (the peer's rail PEER_RAIL: mca_btl_ofi_rail_pair
+ * chose it). */
 int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
+                                const mca_btl_ofi_modex_t *blob, int peer_rail,
                                 mca_btl_ofi_endpoint_t **ep_out);
 
 /* MODULE's endpoint for the process named ORIGIN (mca_btl_ofi_name_key),
@@ -32,16 +37,21 @@ static inline void mca_btl_ofi_detour(mca_btl_ofi_module_t **module,
     }
 }
 
-/* The routing decision of an operation (put, get, atomic, send): a peer
- * known dead refuses it (reported once; OPAL_ERR_UNREACH), else it takes
- * the detour if there is one (mca_btl_ofi_detour). */
+/* The routing decision of an operation (put, get, atomic, send), written
+ * once: a peer known dead refuses it (mca_btl_ofi_endpoint_refuse), else
+ * it takes the detour if there is one (mca_btl_ofi_detour: *MODULE and
+ * *ENDPOINT replaced), and *CONTEXT is the calling thread's context of the
+ * module that carries it. */
 static inline int mca_btl_ofi_route_op(mca_btl_ofi_module_t **module,
-                                       mca_btl_ofi_endpoint_t **endpoint)
+                                       mca_btl_ofi_endpoint_t **endpoint,
+                                       mca_btl_ofi_context_t **context)
 {
     if (OPAL_UNLIKELY((*endpoint)->dead)) {
+        *context = NULL;
         return mca_btl_ofi_endpoint_refuse(*module, *endpoint);
     }
     mca_btl_ofi_detour(module, endpoint);
+    *context = mca_btl_ofi_context_get(*module);
     return OPAL_SUCCESS;
 }
 
@@ -59,11 +69,6 @@ static inline mca_btl_ofi_endpoint_t *mca_btl_ofi_route(mca_btl_ofi_endpoint_t *
     }
     return to;
 }
-
-/** The same peer's endpoint on another rail of ours, or NULL when that
- * rail does not reach it. Looked up once, then kept with the endpoint. */
-mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
-                                                     mca_btl_ofi_module_t *rail);
 
 END_C_DECLS
 

@@ -233,17 +233,12 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
                      mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag)
 {
     mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
-    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
     mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) des;
-
-    int route = mca_btl_ofi_route_op(&module, &endpoint);
+    mca_btl_ofi_context_t *context;
+    int route = mca_btl_ofi_route_op(&module, &endpoint, &context);
 
     if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
         return route;
-    }
-    if (OPAL_UNLIKELY(&module->super != btl)) {
-        /* this rail's link to the peer failed: another rail carries it */
-        context = mca_btl_ofi_context_get(module);
     }
 
     frag->hdr->type = MCA_BTL_OFI_MSG_AM;
@@ -308,11 +303,16 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     size_t position;
     uint64_t buf[MCA_BTL_OFI_SENDI_MAX / sizeof(uint64_t)];
     mca_btl_ofi_msg_hdr_t *hdr = (mca_btl_ofi_msg_hdr_t *) buf;
+    mca_btl_ofi_endpoint_t *to = endpoint;
     mca_btl_ofi_context_t *context;
     ssize_t rc;
 
-    if (OPAL_UNLIKELY(endpoint->dead)) {
-        return mca_btl_ofi_endpoint_refuse(module, endpoint);
+    /* the routing of every operation; sendi is not offered with several
+     * rails, so no detour is taken here in practice, but a descriptor
+     * handed back stays the caller's module's */
+    rc = mca_btl_ofi_route_op(&module, &to, &context);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        return (int) rc;
     }
     if (OPAL_UNLIKELY(len > module->inject_size || len > sizeof(buf))) {
         goto out_descriptor;
@@ -335,7 +335,6 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         }
     }
 
-    context = mca_btl_ofi_context_get(module);
     MCA_BTL_OFI_LOCK(&context->lock);
     if (OPAL_UNLIKELY(!opal_list_is_empty(&context->sendq))) {
         /* fragments are waiting: go behind them, through send() */
@@ -343,7 +342,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     } else {
         rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
                  ? -FI_EIO
-                 : fi_inject(context->tx, buf, len, endpoint->addrs[context->index]);
+                 : fi_inject(context->tx, buf, len, to->addrs[context->index]);
     }
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
@@ -354,7 +353,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         return OPAL_SUCCESS;
     }
     if (-FI_EAGAIN != rc) {
-        return mca_btl_ofi_post_refused(module, endpoint, "fi_inject", rc);
+        return mca_btl_ofi_post_refused(module, to, "fi_inject", rc);
     }
     /* queue full: rewind what we packed so the caller can send it again */
     if (payload_size) {

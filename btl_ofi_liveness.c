@@ -5,11 +5,12 @@
  * modex entry); peers on other hosts are probed through a TCP listener of
  * theirs and, once we posted to them, watched through a liveness
  * connection that a finalizing process closes with a goodbye byte. The
- * periodic check (mca_btl_ofi_peers_check, from the progress callback)
- * turns what it finds into verdicts: a peer lost, or, with several rails,
- * one rail's link cut (handed to btl_ofi_rails.c: the one call up from
- * here, because a peer that stops answering on one rail while another
- * still reaches it is a failover, not a death).
+ * periodic look (mca_btl_ofi_peers_scan) returns what it finds as
+ * verdicts; btl_ofi_rails.c's peer check (mca_btl_ofi_peers_check, from
+ * the progress callback) acts on them: a peer lost, or, with several
+ * rails, one rail's link cut (a failover, not a death). Nothing here
+ * calls up. Peers an operation was refused for are named from progress
+ * too (mca_btl_ofi_refusals_report).
  */
 
 #include "btl_ofi.h"
@@ -17,7 +18,6 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_modex.h"
-#include "btl_ofi_rails.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -259,8 +259,42 @@ int mca_btl_ofi_post_refused_at(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoi
 
 int mca_btl_ofi_endpoint_refuse(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
-    (void) mca_btl_ofi_endpoint_check(module, endpoint); /* dead: reports it once */
-    return OPAL_ERR_UNREACH;
+    if (endpoint->lost) {
+        return OPAL_ERR_UNREACH; /* named already */
+    }
+    /* An operation's path never stops the job itself: it marks the peer,
+     * and the caller, told to progress and try again, lets the next
+     * progress pass name it (mca_btl_ofi_refusals_report), which ends the
+     * job through the upper layer; a retry after that is refused. */
+    endpoint->live.refused = true;
+    module->deferred = true;
+    return OPAL_ERR_OUT_OF_RESOURCE;
+}
+
+void mca_btl_ofi_refusals_report(mca_btl_ofi_module_t *module)
+{
+    mca_btl_ofi_endpoint_t *endpoint, *found;
+
+    do {
+        found = NULL;
+        if (0 != MCA_BTL_OFI_TRYLOCK(&module->lock)) {
+            module->deferred = true; /* the next pass then */
+            return;
+        }
+        OPAL_LIST_FOREACH (endpoint, &module->endpoints, mca_btl_ofi_endpoint_t) {
+            if (endpoint->live.refused) {
+                endpoint->live.refused = false;
+                found = endpoint;
+                OBJ_RETAIN(found);
+                break;
+            }
+        }
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        if (NULL != found) {
+            (void) mca_btl_ofi_endpoint_check(module, found); /* dead: named once */
+            OBJ_RELEASE(found);
+        }
+    } while (NULL != found);
 }
 
 static double mca_btl_ofi_seconds(void)

@@ -32,10 +32,16 @@ typedef struct mca_btl_ofi_identity_t {
 /* room for why a peer was lost (the lost-peer line adds who and where) */
 #define MCA_BTL_OFI_WHY_LEN 480
 
-/** An operation to a peer known to be gone: report the peer (once) and
- * refuse the operation with OPAL_ERR_UNREACH. */
+/** An operation to a peer known to be gone: OPAL_ERR_UNREACH once the
+ * peer is named; before that the peer is marked for the next progress
+ * pass to name (mca_btl_ofi_refusals_report) and the caller told to
+ * progress and try again (OPAL_ERR_OUT_OF_RESOURCE). Never reports
+ * itself: it is on the operations' path. */
 int mca_btl_ofi_endpoint_refuse(struct mca_btl_ofi_module_t *module,
                                 mca_btl_ofi_endpoint_t *endpoint);
+/** From progress: name every peer an operation was refused for
+ * (mca_btl_ofi_endpoint_refuse), which ends the job. */
+void mca_btl_ofi_refusals_report(struct mca_btl_ofi_module_t *module);
 
 /** After a failed post or completion: when the peer (on this host) is gone,
  * mark it, report it once and return true. */

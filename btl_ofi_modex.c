@@ -10,7 +10,6 @@
  */
 
 #include "btl_ofi.h"
-#include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_modex.h"
 
@@ -90,9 +89,6 @@ static int mca_btl_ofi_modex_blob(mca_btl_ofi_module_t *module, mca_btl_ofi_mode
     return OPAL_SUCCESS;
 }
 
-/* each part starts 8-byte aligned (its identity fields are 64-bit) */
-#define MCA_BTL_OFI_MODEX_PAD(n) (((n) + 7) & ~(size_t) 7)
-
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t **modules, int count)
 {
     mca_btl_ofi_modex_t *blobs[MCA_BTL_OFI_MAX_RAILS];
@@ -134,89 +130,12 @@ out_free_blobs:
     return rc;
 }
 
-/* Whether a peer's rail (its first address) lies in this module's subnet. */
-static bool mca_btl_ofi_rail_reaches(const mca_btl_ofi_module_t *module,
-                                     const mca_btl_ofi_modex_t *blob)
+int mca_btl_ofi_modex_recv(struct opal_proc_t *proc, mca_btl_ofi_modex_rails_t **all_out,
+                           size_t *size_out)
 {
-    const uint8_t *bytes;
-    int whole = module->net_bits / 8, rest = module->net_bits % 8;
-    struct sockaddr sa;
-
-    if (blob->addr_len < sizeof(struct sockaddr_in)) {
-        return false;
-    }
-    memcpy(&sa, blob->addrs, sizeof(sa));
-    if (sa.sa_family != module->net_family) {
-        return false;
-    }
-    if (AF_INET == sa.sa_family) {
-        bytes = blob->addrs + offsetof(struct sockaddr_in, sin_addr);
-    } else if (AF_INET6 == sa.sa_family && blob->addr_len >= sizeof(struct sockaddr_in6)) {
-        bytes = blob->addrs + offsetof(struct sockaddr_in6, sin6_addr);
-    } else {
-        return false;
-    }
-    return 0 == memcmp(bytes, module->net, (size_t) whole)
-           && (0 == rest || 0 == ((bytes[whole] ^ module->net[whole]) & (0xff << (8 - rest))));
-}
-
-/* The peer's rails, checked; false when the blob is malformed. */
-static bool mca_btl_ofi_rails_parse(const mca_btl_ofi_modex_rails_t *all, size_t size,
-                                    const mca_btl_ofi_modex_t **blobs)
-{
-    const char *at = (const char *) (all + 1), *end = (const char *) all + size;
-
-    if (size < sizeof(*all) || MCA_BTL_OFI_MODEX_RAILS_LAYOUT != all->layout || 0 == all->count
-        || all->count > MCA_BTL_OFI_MAX_RAILS) {
-        return false;
-    }
-    for (uint32_t i = 0; i < all->count; ++i) {
-        const mca_btl_ofi_modex_t *blob = (const mca_btl_ofi_modex_t *) at;
-        if (at > end || all->sizes[i] < sizeof(*blob) || all->sizes[i] > (size_t) (end - at)
-            || MCA_BTL_OFI_MODEX_LAYOUT != blob->layout || 0 == blob->num_addrs
-            || all->sizes[i] != sizeof(*blob) + (size_t) blob->num_addrs * blob->addr_len) {
-            return false;
-        }
-        blobs[i] = blob;
-        at += MCA_BTL_OFI_MODEX_PAD(all->sizes[i]);
-    }
-    return true;
-}
-
-/* The peer's rail this module talks to: the one on this module's subnet.
- * When no rail of ours shares a subnet with any of the peer's (routed
- * networks, or a provider without interfaces), rails pair by index. NULL:
- * this module does not reach the peer (another rail of ours does). */
-static const mca_btl_ofi_modex_t *mca_btl_ofi_rail_pick(const mca_btl_ofi_module_t *module,
-                                                        const mca_btl_ofi_modex_t **blobs,
-                                                        uint32_t count)
-{
-    const mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
-
-    for (uint32_t i = 0; 0 != module->net_family && i < count; ++i) {
-        if (mca_btl_ofi_rail_reaches(module, blobs[i])) {
-            return blobs[i];
-        }
-    }
-    for (int m = 0; m < c->num_modules; ++m) {
-        for (uint32_t i = 0; NULL != c->modules[m] && 0 != c->modules[m]->net_family && i < count;
-             ++i) {
-            if (mca_btl_ofi_rail_reaches(c->modules[m], blobs[i])) {
-                return NULL; /* that rail of ours pairs with it, not this one */
-            }
-        }
-    }
-    return (uint32_t) module->rail < count ? blobs[module->rail] : NULL;
-}
-
-int mca_btl_ofi_modex_peer(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
-                           mca_btl_ofi_modex_rails_t **all_out,
-                           const mca_btl_ofi_modex_t **blob_out, int *rail_out)
-{
-    const mca_btl_ofi_modex_t *blob, *blobs[MCA_BTL_OFI_MAX_RAILS];
     mca_btl_ofi_modex_rails_t *all = NULL;
     size_t size = 0;
-    int rc, peer_rail = 0;
+    int rc;
 
     OPAL_MODEX_RECV(rc, &mca_btl_ofi_component.super.btl_version, &proc->proc_name, (void **) &all,
                     &size);
@@ -225,35 +144,7 @@ int mca_btl_ofi_modex_peer(mca_btl_ofi_module_t *module, struct opal_proc_t *pro
                             OPAL_NAME_PRINT(proc->proc_name), rc);
         return OPAL_ERR_UNREACH;
     }
-    if (!mca_btl_ofi_rails_parse(all, size, blobs)) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad modex", true, opal_process_info.nodename,
-                       OPAL_NAME_PRINT(proc->proc_name));
-        goto out_unreach;
-    }
-    blob = mca_btl_ofi_rail_pick(module, blobs, all->count);
-    if (NULL == blob) {
-        /* another rail of ours may reach it: ob1 and osc/rdma use that one */
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                            "rail %d: %s has no rail on this rail's subnet: not used for it",
-                            module->rail, OPAL_NAME_PRINT(proc->proc_name));
-        goto out_unreach;
-    }
-    if ((0 != blob->sep) != (NULL != module->sep)) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "sep mismatch", true, opal_process_info.nodename,
-                       OPAL_NAME_PRINT(proc->proc_name));
-        goto out_unreach;
-    }
-    for (uint32_t r = 0; r < all->count; ++r) {
-        if (blobs[r] == blob) {
-            peer_rail = (int) r;
-        }
-    }
-    *rail_out = peer_rail;
-    *blob_out = blob;
     *all_out = all;
+    *size_out = size;
     return OPAL_SUCCESS;
-
-out_unreach:
-    free(all);
-    return OPAL_ERR_UNREACH;
 }

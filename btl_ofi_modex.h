@@ -37,16 +37,18 @@ typedef struct mca_btl_ofi_modex_rails_t {
 
 #define MCA_BTL_OFI_MODEX_RAILS_LAYOUT 0x0f1a0001u
 
+/* each module's part starts 8-byte aligned (its identity fields are
+ * 64-bit) */
+#define MCA_BTL_OFI_MODEX_PAD(n) (((n) + 7) & ~(size_t) 7)
+
 /* Publish every module's part (COUNT modules). */
 int mca_btl_ofi_modex_send(mca_btl_ofi_module_t **modules, int count);
 
-/* PROC's entry, checked, and the part of it MODULE pairs with: *ALL_OUT
- * (free it when done; *BLOB_OUT and the peer's rail index *RAIL_OUT point
- * into it). OPAL_ERR_UNREACH, said once, when it is missing, malformed, of
- * another endpoint kind, or has no part for this module. */
-int mca_btl_ofi_modex_peer(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
-                           mca_btl_ofi_modex_rails_t **all_out,
-                           const mca_btl_ofi_modex_t **blob_out, int *rail_out);
+/* PROC's entry as published (*ALL_OUT, *SIZE_OUT bytes, unchecked: the
+ * rails' pairing, btl_ofi_rails.c, reads it; free it when done).
+ * OPAL_ERR_UNREACH when there is none. */
+int mca_btl_ofi_modex_recv(struct opal_proc_t *proc, mca_btl_ofi_modex_rails_t **all_out,
+                           size_t *size_out);
 
 END_C_DECLS
 

@@ -13,6 +13,7 @@
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
 
 #include <sys/random.h>
@@ -105,7 +106,7 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
         if (OPAL_SUCCESS
             != opal_hash_table_get_value_uint64(&module->endpoints_by_proc, key,
                                                 (void **) &endpoint)) {
-            rc = mca_btl_ofi_endpoint_create(module, procs[i], &endpoint);
+            rc = mca_btl_ofi_rail_endpoint(module, procs[i], &endpoint);
             if (OPAL_ERR_UNREACH == rc) {
                 rc = OPAL_SUCCESS;
                 continue;
@@ -569,6 +570,7 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->regs_by_key, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->emu_requests, opal_hash_table_t);
+    OBJ_CONSTRUCT(&module->emu_failed, opal_list_t);
     OBJ_CONSTRUCT(&module->seq_in, opal_hash_table_t);
     if (OPAL_SUCCESS != opal_hash_table_init(&module->endpoints_by_proc, 256)
         || OPAL_SUCCESS != opal_hash_table_init(&module->seq_in, 256)
@@ -596,6 +598,7 @@ void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
     }
     OBJ_DESTRUCT(&module->seq_in);
     OBJ_DESTRUCT(&module->emu_requests);
+    OBJ_DESTRUCT(&module->emu_failed);
     OBJ_DESTRUCT(&module->regs_by_key);
     OBJ_DESTRUCT(&module->endpoints_by_name);
     OBJ_DESTRUCT(&module->endpoints_by_proc);
@@ -703,17 +706,6 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
         return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
     }
     return 0;
-}
-
-bool mca_btl_ofi_param_is_default(const char *name)
-{
-    const mca_base_var_t *var = NULL;
-    int idx = mca_base_var_find("opal", "btl", "ofi", name);
-
-    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get(idx, &var) || NULL == var) {
-        return false;
-    }
-    return MCA_BASE_VAR_SOURCE_DEFAULT == var->mbv_source;
 }
 
 static void mca_btl_ofi_provider_limits(mca_btl_ofi_module_t *module, const char *prov)
@@ -934,6 +926,56 @@ static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
 /* Open what the module needs on the given provider. On failure everything
  * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
  * means the provider works but lacks something we need (already said). */
+/* Open MODULE's fabric and domain for INFO and check the atomics osc/rdma
+ * needs: OPAL_ERR_NOT_SUPPORTED (said at verbose level 1) when the
+ * candidate cannot serve, OPAL_ERROR (reported) when a call failed. */
+static int mca_btl_ofi_module_domain(mca_btl_ofi_module_t *module, struct fi_info *info)
+{
+    int rc;
+
+    if ((module->amo_emulated || module->rma_emulated) && !(info->caps & FI_MSG)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "provider %s domain %s: refused, emulated %s need FI_MSG",
+                            info->fabric_attr->prov_name, info->domain_attr->name,
+                            module->rma_emulated ? "puts and gets" : "atomics");
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    rc = fi_fabric(info->fabric_attr, &module->fabric, NULL);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_fabric", rc);
+        return OPAL_ERROR;
+    }
+    rc = fi_domain(module->fabric, info, &module->domain, NULL);
+    if (0 != rc) {
+        MCA_BTL_OFI_REPORT("fi_domain", rc);
+        return OPAL_ERROR;
+    }
+    mca_btl_ofi_atomics_query(module);
+    if (!(module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "provider %s domain %s: refused, fi_query_atomic reports no "
+                            "fetching 64-bit add (osc/rdma needs it)",
+                            info->fabric_attr->prov_name, info->domain_attr->name);
+        return OPAL_ERR_NOT_SUPPORTED;
+    }
+    return OPAL_SUCCESS;
+}
+
+/* MODULE's transfer limits: what the provider allows, never more than the
+ * user asked; and the size of the registration handle peers receive. */
+static void mca_btl_ofi_module_limits(mca_btl_ofi_module_t *module, const struct fi_info *info)
+{
+    module->super.btl_put_limit =
+        mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
+    module->super.btl_get_limit =
+        mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
+    /* every process ships the same size: the key, the base and the keys of
+     * rails 1 to btl_ofi_max_rails - 1 */
+    module->super.btl_registration_handle_size =
+        offsetof(mca_btl_base_registration_handle_t, rail_keys)
+        + (size_t) (mca_btl_ofi_component.max_rails - 1) * sizeof(uint64_t);
+}
+
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 {
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
@@ -943,34 +985,9 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 
     module->info = info;
     two_sided = mca_btl_ofi_module_paths(module, info, quirks);
-    if ((module->amo_emulated || module->rma_emulated) && !(info->caps & FI_MSG)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "provider %s domain %s: refused, emulated %s need FI_MSG",
-                            info->fabric_attr->prov_name, info->domain_attr->name,
-                            module->rma_emulated ? "puts and gets" : "atomics");
-        rc = OPAL_ERR_NOT_SUPPORTED;
-        goto err_release_quiet;
-    }
-
-    rc = fi_fabric(info->fabric_attr, &module->fabric, NULL);
-    if (0 != rc) {
-        MCA_BTL_OFI_REPORT("fi_fabric", rc);
-        goto err_release;
-    }
-    rc = fi_domain(module->fabric, info, &module->domain, NULL);
-    if (0 != rc) {
-        MCA_BTL_OFI_REPORT("fi_domain", rc);
-        goto err_release;
-    }
-
-    mca_btl_ofi_atomics_query(module);
-    if (!(module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_ADD)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "provider %s domain %s: refused, fi_query_atomic reports no "
-                            "fetching 64-bit add (osc/rdma needs it)",
-                            info->fabric_attr->prov_name, info->domain_attr->name);
-        rc = OPAL_ERR_NOT_SUPPORTED;
-        goto err_release_quiet;
+    rc = mca_btl_ofi_module_domain(module, info);
+    if (OPAL_SUCCESS != rc) {
+        goto err_release_quiet; /* said, or refused quietly */
     }
 
     count = mca_btl_ofi_context_count(info, &use_sep);
@@ -1001,17 +1018,7 @@ int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
         goto err_release;
     }
 
-    /* limits: what the provider allows, never more than the user asked */
-    module->super.btl_put_limit =
-        mca_btl_ofi_min(module->super.btl_put_limit, info->ep_attr->max_msg_size);
-    module->super.btl_get_limit =
-        mca_btl_ofi_min(module->super.btl_get_limit, info->ep_attr->max_msg_size);
-    /* every process ships the same size: the key, the base and the keys of
-     * rails 1 to btl_ofi_max_rails - 1 */
-    module->super.btl_registration_handle_size =
-        offsetof(mca_btl_base_registration_handle_t, rail_keys)
-        + (size_t) (mca_btl_ofi_component.max_rails - 1) * sizeof(uint64_t);
-
+    mca_btl_ofi_module_limits(module, info);
     /* the modex is published by the component once every rail is open */
     if (mca_btl_ofi_component.progress_thread) {
         rc = mca_btl_ofi_progress_thread_start(module);

@@ -404,9 +404,22 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
 
 /* ------------------------------------------------- the progress callback */
 
+/* What the operations' paths left for progress (they never report a lost
+ * peer nor stop the job themselves): failed emulated puts and gets, and
+ * the peers they were refused for. */
+static void mca_btl_ofi_deferred_run(mca_btl_ofi_module_t *module)
+{
+    module->deferred = false;
+    mca_btl_ofi_rma_failures(module);
+    mca_btl_ofi_refusals_report(module);
+}
+
 /* Visit every context of every module once, each bounded by
  * btl_ofi_num_cq_read completions, so one busy context cannot starve the
- * others and a single call stays short; CHECK: look at the peers too. */
+ * others and a single call stays short, and run what the operations'
+ * paths deferred (with one module and one context the progress callback
+ * comes here every MCA_BTL_OFI_CHECK_CALLS calls: its common call stays
+ * one context's read); CHECK: look at the peers too. */
 int mca_btl_ofi_progress_all(bool check)
 {
     int count = 0;
@@ -418,6 +431,9 @@ int mca_btl_ofi_progress_all(bool check)
         }
         for (int i = 0; i < module->num_contexts; ++i) {
             count += mca_btl_ofi_context_progress(module->contexts + i);
+        }
+        if (OPAL_UNLIKELY(module->deferred)) {
+            mca_btl_ofi_deferred_run(module);
         }
         if (OPAL_UNLIKELY(check)) {
             mca_btl_ofi_peers_check(module);

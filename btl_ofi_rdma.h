@@ -176,12 +176,6 @@ mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *
     return rc;
 }
 
-/** Send every put and get of FROM (an endpoint of MODULE) still in flight
- * or parked again on TO, the same peer's endpoint on TO_MODULE; returns
- * how many. */
-int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
-                          mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
-
 END_C_DECLS
 
 #endif /* MCA_BTL_OFI_RDMA_H */

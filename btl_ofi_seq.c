@@ -18,9 +18,9 @@
  *
  * The sender's side: numbering at the post (mca_btl_ofi_seq_send), keeping
  * a complete message until its acknowledgement (mca_btl_ofi_seq_settle,
- * _keep), and on failover taking every message and reply of the peer off
- * the failed rail and posting them again on the working one
- * (mca_btl_ofi_frags_move). The receiver's side: taking each number once
+ * _keep), and the copies failover posts again on the working rail
+ * (mca_btl_ofi_frag_copy, _resend: btl_ofi_rails.c takes every message and
+ * reply of the peer off the failed rail). The receiver's side: taking each number once
  * (mca_btl_ofi_seq_accept) and acknowledging (mca_btl_ofi_seq_ack_due,
  * _ack_again; the sender reads them in mca_btl_ofi_seq_acked).
  * btl_ofi_frag.c posts and receives the messages and calls in here: the
@@ -76,8 +76,7 @@ ssize_t mca_btl_ofi_seq_send(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t 
     return rc;
 }
 
-/* A copy of FRAG's message, ours (no callback), or NULL. */
-static mca_btl_ofi_frag_t *mca_btl_ofi_frag_copy(mca_btl_ofi_frag_t *frag)
+mca_btl_ofi_frag_t *mca_btl_ofi_frag_copy(mca_btl_ofi_frag_t *frag)
 {
     mca_btl_ofi_frag_t *copy = (mca_btl_ofi_frag_t *) opal_free_list_get(&frag->home->frags);
 
@@ -92,8 +91,7 @@ static mca_btl_ofi_frag_t *mca_btl_ofi_frag_copy(mca_btl_ofi_frag_t *frag)
     return copy;
 }
 
-/* Send FRAG (ours) again on its endpoint's detour, number unchanged. */
-static void mca_btl_ofi_frag_resend(mca_btl_ofi_frag_t *frag)
+void mca_btl_ofi_frag_resend(mca_btl_ofi_frag_t *frag)
 {
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
     mca_btl_ofi_module_t *module = frag->home;
@@ -170,121 +168,6 @@ bool mca_btl_ofi_seq_settle(mca_btl_ofi_frag_t *frag, int status, mca_btl_ofi_fr
                     : mca_btl_ofi_frag_copy(frag);
     }
     return false;
-}
-
-/* Take off CONTEXT (locked) what waits or flies there for FROM: queued
- * fragments onto QUEUED, replies onto REPLIES, and each numbered message
- * in flight made an orphan onto ORPHANS with its copy onto COPIES. False
- * when a copy could not be made (that message stays in flight). */
-static bool mca_btl_ofi_frags_take(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *from,
-                                   opal_list_t *queued, opal_list_t *replies, opal_list_t *orphans,
-                                   opal_list_t *copies)
-{
-    opal_list_item_t *item, *next;
-    bool all = true;
-
-    OPAL_LIST_FOREACH_SAFE (item, next, &context->sendq, opal_list_item_t) {
-        if (((mca_btl_ofi_frag_t *) item)->endpoint == from) {
-            opal_list_remove_item(&context->sendq, item);
-            mca_btl_ofi_add64(&context->nqueued, -1);
-            opal_list_append(queued, item);
-        }
-    }
-    OPAL_LIST_FOREACH_SAFE (item, next, &context->pending, opal_list_item_t) {
-        if (((mca_btl_ofi_pending_t *) item)->endpoint == from) {
-            opal_list_remove_item(&context->pending, item);
-            opal_list_append(replies, item);
-        }
-    }
-    OPAL_LIST_FOREACH_SAFE (item, next, &context->sent, opal_list_item_t) {
-        mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item, *copy;
-
-        if (frag->endpoint != from) {
-            continue;
-        }
-        /* an acknowledgement or a notice is not sent again: a later one
-         * says the same */
-        copy = NULL;
-        if (mca_btl_ofi_msg_numbered(frag->hdr->type)) {
-            copy = mca_btl_ofi_frag_copy(frag);
-            if (NULL == copy) {
-                all = false;
-                continue;
-            }
-        }
-        opal_list_remove_item(&context->sent, item);
-        /* the provider's completion, if it ever comes, and the pml's free
-         * (a fragment it did not give us) each let go of it */
-        frag->orphan_refs = (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) ? 1 : 2;
-        frag->state = MCA_BTL_OFI_FRAG_ORPHAN;
-        opal_list_append(orphans, item);
-        if (NULL != copy) {
-            opal_list_append(copies, &copy->base.super.super);
-        }
-    }
-    return all;
-}
-
-int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
-                           mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
-{
-    opal_list_t queued, replies, orphans, copies;
-    opal_list_item_t *item;
-    bool all = true;
-    int again;
-
-    OBJ_CONSTRUCT(&queued, opal_list_t);
-    OBJ_CONSTRUCT(&replies, opal_list_t);
-    OBJ_CONSTRUCT(&orphans, opal_list_t);
-    OBJ_CONSTRUCT(&copies, opal_list_t);
-    for (int i = 0; i < module->num_contexts; ++i) {
-        mca_btl_ofi_context_t *context = module->contexts + i;
-
-        MCA_BTL_OFI_LOCK(&context->lock);
-        all = mca_btl_ofi_frags_take(context, from, &queued, &replies, &orphans, &copies) && all;
-        MCA_BTL_OFI_UNLOCK(&context->lock);
-    }
-    /* complete but not acknowledged: they may be lost with the link */
-    MCA_BTL_OFI_LOCK(&from->seq.lock);
-    opal_list_join(&copies, opal_list_get_end(&copies), &from->seq.unacked);
-    MCA_BTL_OFI_UNLOCK(&from->seq.lock);
-    again = (int) opal_list_get_size(&copies);
-
-    /* an orphan's copy carries it now: the pml hears it was sent */
-    while (NULL != (item = opal_list_remove_first(&orphans))) {
-        mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
-        uint32_t flags = frag->base.des_flags;
-
-        mca_btl_ofi_send_inflight(frag->context, from, -1);
-        if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && !module->closing) {
-            frag->base.des_cbfunc(&frag->home->super, from, &frag->base, OPAL_SUCCESS);
-        }
-    }
-    while (NULL != (item = opal_list_remove_first(&copies))) {
-        mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
-
-        mca_btl_ofi_frag_resend(frag);
-    }
-    while (NULL != (item = opal_list_remove_first(&queued))) {
-        mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
-
-        frag->endpoint = to;
-        frag->context = mca_btl_ofi_context_get(to_module);
-        (void) mca_btl_ofi_frag_start(to_module, frag->context, frag);
-    }
-    while (NULL != (item = opal_list_remove_first(&replies))) {
-        mca_btl_ofi_pending_t *pending = (mca_btl_ofi_pending_t *) item;
-
-        mca_btl_ofi_msg_reply(mca_btl_ofi_context_get(to_module), to, pending->msg.bytes,
-                              pending->len);
-        OBJ_RELEASE(pending->endpoint);
-        OBJ_RELEASE(pending);
-    }
-    OBJ_DESTRUCT(&queued);
-    OBJ_DESTRUCT(&replies);
-    OBJ_DESTRUCT(&orphans);
-    OBJ_DESTRUCT(&copies);
-    return all ? again : -1;
 }
 
 /* Acknowledge to ENDPOINT's peer its numbered messages below BASE, over

@@ -34,14 +34,10 @@ bool mca_btl_ofi_seq_accept(const mca_btl_ofi_msg_hdr_t *hdr);
 /* A peer's acknowledgement (MCA_BTL_OFI_MSG_ACK). */
 void mca_btl_ofi_seq_acked(mca_btl_ofi_context_t *context, const void *buf, size_t len);
 
-/* FROM's link (MODULE's rail) failed: post on TO (TO_MODULE's endpoint
- * for the same peer) every message for FROM that may not have arrived:
- * copies of the numbered ones in flight or not yet acknowledged, which
- * keep their numbers, then the fragments and replies still queued.
- * Returns how many were sent again (the numbered ones), -1 when one could
- * not be copied (out of memory). */
-int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
-                           mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to);
+/* A copy of FRAG's message, ours (no callback), or NULL. */
+mca_btl_ofi_frag_t *mca_btl_ofi_frag_copy(mca_btl_ofi_frag_t *frag);
+/* Send FRAG (ours) again on its endpoint's detour, number unchanged. */
+void mca_btl_ofi_frag_resend(mca_btl_ofi_frag_t *frag);
 
 /* Acknowledge what peers numbered to MODULE's rail and we have not
  * acknowledged yet (several rails; from the periodic peer check). */

@@ -192,6 +192,7 @@ struct mca_btl_ofi_module_t;
 typedef struct mca_btl_ofi_ep_live_t {
     bool checkable; /* shares our host: pid and start_time can be checked */
     bool suspect;   /* an error without a clear cause: probe it at the next check */
+    bool refused;   /* dead, and an operation was refused: progress reports it */
     uint32_t pid;
     uint64_t start_time;
     /* its liveness listener (IP providers; family 0 otherwise), and when
@@ -316,8 +317,14 @@ typedef struct mca_btl_ofi_module_t {
      * as a pointer) */
     opal_hash_table_t emu_requests;
     uint64_t emu_next_id;
+    /* emulated puts and gets that failed, completed by the next progress
+     * pass (mca_btl_ofi_rma_failures), under `lock' */
+    opal_list_t emu_failed;
+    /* work an operation's path left for the next progress pass: a verdict
+     * on a peer it found dead, a failed emulated put or get */
+    volatile bool deferred;
     /* numbered messages peers posted on this rail's links, by sender
-     * name: mca_btl_ofi_seq_in_t (btl_ofi_frag.c), under `lock' */
+     * name: mca_btl_ofi_seq_in_t (btl_ofi_seq.c), under `lock' */
     opal_hash_table_t seq_in;
     opal_list_t endpoints;
 
@@ -325,7 +332,7 @@ typedef struct mca_btl_ofi_module_t {
      * two-sided traffic); msg_size is the size of one receive buffer */
     bool messaging;
     bool amo_emulated; /* atomics carried as messages, applied by the target */
-    bool rma_emulated; /* puts and gets carried as messages (btl_ofi_rdma.c) */
+    bool rma_emulated; /* puts and gets carried as messages (btl_ofi_emulate.c) */
     size_t rma_chunk;  /* data bytes one such message carries */
     size_t msg_size;
     size_t inject_size;
@@ -346,7 +353,7 @@ typedef struct mca_btl_ofi_module_t {
     bool closing;
     /* a link of this rail to a peer failed (its traffic took another rail) */
     bool link_failed;
-    /* liveness probes of peers' hosts under way (btl_ofi_endpoint.c) */
+    /* liveness probes of peers' hosts under way (btl_ofi_liveness.c) */
     struct mca_btl_ofi_probe_t *probes;
     int num_probes;
     int probe_listener; /* our liveness listener (peers probe it), 0: none */

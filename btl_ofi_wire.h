@@ -34,7 +34,7 @@ typedef struct mca_btl_ofi_msg_hdr_t {
      * on the link it was first posted to: `rail' is the receiver's rail
      * at that link's end (MCA_BTL_OFI_NO_SEQ: not numbered), `seq' its
      * number there. Sent again on another rail after that link failed, it
-     * keeps both, so that the receiver takes it once (btl_ofi_frag.c). */
+     * keeps both, so that the receiver takes it once (btl_ofi_seq.c). */
     uint8_t rail;
     uint32_t seq;
     /* the sender's process name (mca_btl_ofi_name_key): an atomic's
