@@ -6,6 +6,7 @@
 
 #include "coll_ofi.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +153,68 @@ static int mca_coll_ofi_name_hash(const char *name)
     return (int) (h & 0x3fffffff);
 }
 
+/* Every rank's vote on serving the communicator, through the previous
+ * component's allreduce: {usable, handle size, -handle size, pages,
+ * -pages, btl, -btl}. A MIN makes the first 0 if any rank cannot serve and
+ * shows whether every rank has the same handle size and cache size (the
+ * layout must match) and chose the same BTL component (handles are only
+ * understood by the BTL that made them). *AGREED is set only on success. */
+static int mca_coll_ofi_vote(mca_coll_ofi_module_t *m, bool usable, bool *agreed)
+{
+    int agree[7] = {usable ? 1 : 0, 0, 0, 0, 0, 0, 0};
+    int rc;
+
+    if (usable) {
+        int hsize = (NULL != m->handle) ? (int) m->btl->btl_registration_handle_size : 0;
+        agree[1] = hsize;
+        agree[2] = -hsize;
+        agree[3] = mca_coll_ofi_component.cache_pages;
+        agree[4] = -mca_coll_ofi_component.cache_pages;
+        agree[5] = mca_coll_ofi_name_hash(m->btl->btl_component->btl_version.mca_component_name);
+        agree[6] = -agree[5];
+    }
+    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 7, MPI_INT, MPI_MIN, m->comm,
+                           m->prev_allreduce_module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] || agree[5] != -agree[6]) {
+        /* a rank that could not serve has said why already */
+        opal_output_verbose(usable ? (0 == m->rank ? 1 : 2) : 100, mca_coll_ofi_component.output,
+                            "coll:ofi: not serving communicator %u (rank %d): %s", m->cid, m->rank,
+                            0 == agree[0] ? "a rank cannot reach its peers over RDMA"
+                                          : "ranks differ in BTL, handle size or "
+                                            "coll_ofi_cache_pages");
+        *agreed = false;
+    } else {
+        *agreed = true;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Fill the directory: every rank's block address, data size and
+ * registration handle, through the previous component's allgather. */
+static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
+{
+    uint64_t base = (uint64_t) (uintptr_t) m->block;
+    uint64_t dsize = m->data_size;
+    char *send = calloc(1, m->dir_stride);
+    int rc;
+
+    if (NULL == send) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(send, &base, sizeof(base));
+    memcpy(send + sizeof(base), &dsize, sizeof(dsize));
+    if (NULL != m->handle) {
+        memcpy(send + 2 * sizeof(uint64_t), m->handle, m->btl->btl_registration_handle_size);
+    }
+    rc = m->prev_allgather(send, (int) m->dir_stride, MPI_BYTE, m->block + m->off_dir,
+                           (int) m->dir_stride, MPI_BYTE, m->comm, m->prev_allgather_module);
+    free(send);
+    return rc;
+}
+
 /*
  * First collective on the communicator: every rank picks its BTL and
  * registers its block, then one allreduce (through the previous
@@ -162,18 +225,13 @@ static int mca_coll_ofi_name_hash(const char *name)
 static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
 {
     const char *why = NULL;
-    /* {usable, handle size, -handle size, pages, -pages, btl, -btl}: a MIN
-     * makes the first 0 if any rank cannot serve and shows whether every
-     * rank has the same handle size and cache size (the layout must
-     * match) and chose the same BTL component (handles are only
-     * understood by the BTL that made them) */
-    int agree[7] = {1, 0, 0, 0, 0, 0, 0};
+    bool agreed = false;
     int rc;
 
     m->state = MCA_COLL_OFI_SETTING_UP;
 
-    /* a local failure must still take part in the vote below: the other
-     * ranks are already in it */
+    /* a local failure must still take part in the vote: the other ranks
+     * are already in it */
     m->endpoints = calloc((size_t) m->size, sizeof(*m->endpoints));
     if (NULL == m->endpoints) {
         why = "out of memory for the endpoint table";
@@ -184,56 +242,23 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     if (OMPI_SUCCESS == rc) {
         rc = mca_coll_ofi_block_create(m, &why);
     }
-    if (OMPI_SUCCESS == rc) {
-        int hsize = (NULL != m->handle) ? (int) m->btl->btl_registration_handle_size : 0;
-        agree[1] = hsize;
-        agree[2] = -hsize;
-        agree[3] = mca_coll_ofi_component.cache_pages;
-        agree[4] = -mca_coll_ofi_component.cache_pages;
-        agree[5] = mca_coll_ofi_name_hash(m->btl->btl_component->btl_version.mca_component_name);
-        agree[6] = -agree[5];
-    } else {
-        agree[0] = 0;
+    if (NULL != why) {
+        opal_output_verbose(1, mca_coll_ofi_component.output,
+                            "coll:ofi: not serving communicator %u (rank %d): %s", m->cid, m->rank,
+                            why);
     }
-
-    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 7, MPI_INT, MPI_MIN, m->comm,
-                           m->prev_allreduce_module);
+    rc = mca_coll_ofi_vote(m, OMPI_SUCCESS == rc, &agreed);
     if (OMPI_SUCCESS != rc) {
         goto release_cache;
     }
-    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] || agree[5] != -agree[6]) {
-        opal_output_verbose((0 == m->rank || NULL != why) ? 1 : 2, mca_coll_ofi_component.output,
-                            "coll:ofi: not serving communicator %u (rank %d): %s", m->cid, m->rank,
-                            why ? why
-                                : (0 == agree[0] ? "another rank cannot reach its peers over RDMA"
-                                                 : "ranks differ in BTL, handle size or "
-                                                   "coll_ofi_cache_pages"));
+    if (!agreed) {
         mca_coll_ofi_cache_release(m);
         m->state = MCA_COLL_OFI_FALLBACK;
         return 0;
     }
-
-    {
-        uint64_t base = (uint64_t) (uintptr_t) m->block;
-        uint64_t dsize = m->data_size;
-        char *send = malloc(m->dir_stride);
-
-        if (NULL == send) {
-            rc = OMPI_ERR_OUT_OF_RESOURCE;
-            goto release_cache;
-        }
-        memset(send, 0, m->dir_stride);
-        memcpy(send, &base, sizeof(base));
-        memcpy(send + sizeof(base), &dsize, sizeof(dsize));
-        if (NULL != m->handle) {
-            memcpy(send + 2 * sizeof(uint64_t), m->handle, m->btl->btl_registration_handle_size);
-        }
-        rc = m->prev_allgather(send, (int) m->dir_stride, MPI_BYTE, m->block + m->off_dir,
-                               (int) m->dir_stride, MPI_BYTE, m->comm, m->prev_allgather_module);
-        free(send);
-        if (OMPI_SUCCESS != rc) {
-            goto release_cache;
-        }
+    rc = mca_coll_ofi_dir_exchange(m);
+    if (OMPI_SUCCESS != rc) {
+        goto release_cache;
     }
 
     m->state = MCA_COLL_OFI_SERVING;
