@@ -138,7 +138,9 @@ enum {
     MCA_BTL_OFI_QUIRK_FETCH_ATOMICS = 0x1,
     /* injected messages are lost once many are unacknowledged */
     MCA_BTL_OFI_QUIRK_INJECT = 0x2,
-    /* multi-receive buffers lose messages: one buffer per message */
+    /* multi-receive buffers lose messages (udp;ofi_rxd) or cannot be
+     * posted again once unexpected messages fill the provider's pool
+     * (shm): one buffer per message */
     MCA_BTL_OFI_QUIRK_MULTI_RECV = 0x4,
     /* a message of several datagrams, arriving while no receive is posted
      * (the receiver busy, late, or flooded), sometimes completes with "Truncation

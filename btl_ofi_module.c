@@ -689,6 +689,17 @@ static const struct {
  * every buffer keeps FI_OPT_MIN_MULTI_RECV bytes free; single-message
  * buffers carry the same flood.
  *
+ * shm in libfabric 1.17: posting a multi-receive buffer takes an entry
+ * from the same pool of rx_attr->size entries that unexpected messages
+ * hold, before it looks at those messages (a single-message buffer looks
+ * first and takes none). Two ranks streaming small messages (coll/tuned's
+ * MPI_Bcast of 8-512 bytes, back to back, through ob1) left 1024 messages
+ * unexpected while the receiver's buffers were being posted again: every
+ * posting then failed with FI_ENOMEM, nothing could match them, and both
+ * ranks waited forever (3 runs of 8 hung here). One buffer per message:
+ * 0 of 10 hung, and ob1's latency, bandwidth and message rate over shm
+ * did not drop.
+ *
  * ofi_rxm in libfabric 1.17: closing an endpoint whose connection still
  * holds messages (a link that failed while they were in flight; btl/ofi
  * sent copies over another rail) flushes the connection, and the
@@ -704,6 +715,9 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
     }
     if (NULL != strstr(prov_name, "ofi_rxm")) {
         return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
+    }
+    if (0 == strcmp(prov_name, "shm")) {
+        return MCA_BTL_OFI_QUIRK_MULTI_RECV;
     }
     return 0;
 }

@@ -36,6 +36,12 @@
 #   match:PROV:NP        tests/bin/match: MPI_ANY_SOURCE, MPI_Iprobe,
 #                        MPI_Improbe/MPI_Mrecv, MPI_Cancel
 #   mixed:PROV:NP        tests/bin/mixed: osc/rdma and ob1 traffic interleaved
+#   stream:PROV:NP       tests/bin/stream: 4 x 40000 small MPI_Bcast (8 to
+#                        512 bytes) back to back through coll/tuned, every
+#                        byte checked: the root's eager sends run ahead, many
+#                        messages wait unexpected while the receiver posts
+#                        its buffers again (shm with multi-receive buffers
+#                        hung so: README, "Two-sided traffic")
 #   late:PROV:NP         tests/bin/late: every sender floods rank 0 with
 #                        every size class (segment-sized, eager, max_send,
 #                        rendezvous) while rank 0 computes outside MPI; the
@@ -61,7 +67,7 @@
 # Matrix: every provider: pingpong with eager, send, get and put; flood,
 # coll, match and mixed with 4 ranks; coll also with 3 ranks (odd rank
 # counts take other collective algorithms); flood with 2; late and
-# lateget with 4.
+# lateget with 4; stream with 2.
 # BTL_OFI_FULL=1 adds jobs on sockets and shm, BTL_OFI_JOBS each (default
 # 200; tests/faults/run.sh runs 20 back-to-back jobs on every provider by
 # default).
@@ -79,7 +85,7 @@ logdir=$tests/logs/twosided
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
 njobs=${BTL_OFI_JOBS:-200}
-progs="pingpong flood coll match mixed late"
+progs="pingpong flood coll match mixed late stream"
 
 mkdir -p "$bindir" "$logdir"
 
@@ -100,6 +106,7 @@ list_cases() {
         echo "late:$p:4"
         echo "lateget:$p:4"
         echo "lateput:$p:4"
+        echo "stream:$p:2"
         # (tests/faults/run.sh runs back-to-back jobs on every provider)
         if [[ ${BTL_OFI_FULL:-0} == 1 ]] && [[ $prov == shm || $prov == sockets ]]; then
             echo "jobs:$p:$njobs"
@@ -139,7 +146,7 @@ run_case() {
 
     case $group in
     pingpong) label="twosided $prov pingpong $a" ;;
-    flood | coll | match | mixed | late | lateget | lateput) label="twosided $prov $group np=$a" ;;
+    flood | coll | match | mixed | late | lateget | lateput | stream) label="twosided $prov $group np=$a" ;;
     jobs) label="twosided $prov $a back-to-back jobs" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -192,7 +199,10 @@ run_case() {
         check_result "$label" "$log" "$rc" pingpong "$t0" \
             "$(counters_of "$log")"
         ;;
-    flood | coll | match | mixed | late)
+    flood | coll | match | mixed | late | stream)
+        # stream: receivers that give the core away let the root run
+        # further ahead (as in a job with more ranks than cores)
+        [[ $group == stream ]] && sel+=(--mca mpi_yield_when_idle 1)
         BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" "$ofirun" -np "$a" --oversubscribe \
             "${sel[@]}" "$bindir/$group"
         rc=$?
