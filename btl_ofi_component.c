@@ -265,13 +265,15 @@ static void mca_btl_ofi_register_receives(mca_btl_ofi_component_t *c)
     (void) mca_btl_ofi_reg_int("rd_num",
                                "Receive buffers posted per context for messages (two-sided "
                                "traffic, emulated atomics): FI_MULTI_RECV buffers of "
-                               "btl_ofi_multi_recv_size bytes where offered, else one message each",
+                               "btl_ofi_multi_recv_size bytes where offered and sound (not shm, "
+                               "udp;ofi_rxd), else one message each",
                                &c->rd_num, OPAL_INFO_LVL_5, NULL);
 
     c->multi_recv_size = 256 * 1024;
     (void) mca_btl_ofi_reg_int(
         "multi_recv_size",
-        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV: messages are "
+        "Bytes of each receive buffer where the provider offers FI_MULTI_RECV (not used on shm "
+        "and udp;ofi_rxd, which mishandle it): messages are "
         "packed into it back to back, so many small unexpected messages fit. At least twice "
         "btl_ofi_max_send_size plus a header (raised to that); 0 posts one buffer per message "
         "instead",
@@ -503,6 +505,12 @@ static bool mca_btl_ofi_rxm_rx_size_ours = false;
 
 static void mca_btl_ofi_provider_defaults(void)
 {
+    static bool decided = false;
+
+    if (decided) {
+        return; /* opened again: the variable is ours already, not the user's */
+    }
+    decided = true;
     mca_btl_ofi_rxm_rx_size_ours = (NULL == getenv("FI_OFI_RXM_MSG_RX_SIZE"));
     (void) setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", 0);
 }
@@ -510,10 +518,11 @@ static void mca_btl_ofi_provider_defaults(void)
 /* Said once a provider is taken, where it applies. */
 static void mca_btl_ofi_provider_defaults_say(const struct fi_info *info)
 {
-    if (NULL != strstr(info->fabric_attr->prov_name, "ofi_rxm")) {
+    const char *depth = getenv("FI_OFI_RXM_MSG_RX_SIZE");
+
+    if (NULL != depth && NULL != strstr(info->fabric_attr->prov_name, "ofi_rxm")) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=%s (%s)",
-                            getenv("FI_OFI_RXM_MSG_RX_SIZE"),
+                            "ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=%s (%s)", depth,
                             mca_btl_ofi_rxm_rx_size_ours
                                 ? "btl/ofi's default: libfabric's own posts 4096 buffers, 105 "
                                   "MiB per process; set the variable to choose"

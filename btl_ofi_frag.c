@@ -413,11 +413,12 @@ static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, const void *b
 
 /* Post one receive buffer. A full receive queue parks it on the context,
  * to be posted again by progress: a buffer is never lost. Full is
- * -FI_EAGAIN, or -FI_ENOMEM: libfabric 1.17's shm answers a post with
- * that when its pool of receive entries is empty for a moment (seen once
- * streaming small messages; the entries come back as messages complete),
- * and a buffer dropped there would have been gone for good: with every
- * buffer gone that way no message could arrive again. */
+ * -FI_EAGAIN, or -FI_ENOMEM (the provider's pool of receive entries is
+ * empty: entries come back as messages complete); a buffer dropped there
+ * would be gone for good, and with every buffer gone that way no message
+ * could arrive again. (libfabric 1.17's shm answered FI_ENOMEM for good
+ * when unexpected messages filled its pool while multi-receive buffers
+ * were being posted: shm gets single buffers, MCA_BTL_OFI_QUIRK_MULTI_RECV.) */
 static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
 {
     mca_btl_ofi_context_t *context = rdesc->context;

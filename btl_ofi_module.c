@@ -937,9 +937,6 @@ static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
     }
 }
 
-/* Open what the module needs on the given provider. On failure everything
- * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
- * means the provider works but lacks something we need (already said). */
 /* Open MODULE's fabric and domain for INFO and check the atomics osc/rdma
  * needs: OPAL_ERR_NOT_SUPPORTED (said at verbose level 1) when the
  * candidate cannot serve, OPAL_ERROR (reported) when a call failed. */
@@ -990,6 +987,9 @@ static void mca_btl_ofi_module_limits(mca_btl_ofi_module_t *module, const struct
         + (size_t) (mca_btl_ofi_component.max_rails - 1) * sizeof(uint64_t);
 }
 
+/* Open what the module needs on the given provider. On failure everything
+ * opened is closed again and the reason reported; OPAL_ERR_NOT_SUPPORTED
+ * means the provider works but lacks something we need (already said). */
 int mca_btl_ofi_module_init(mca_btl_ofi_module_t *module, struct fi_info *info)
 {
     struct fi_av_attr av_attr = {.type = FI_AV_TABLE};

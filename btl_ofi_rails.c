@@ -537,7 +537,7 @@ static int mca_btl_ofi_rails_rdma(mca_btl_base_module_t *btl, mca_btl_base_endpo
         order, cbfunc, cbcontext, cbdata);
 }
 
-int mca_btl_ofi_rails_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+static int mca_btl_ofi_rails_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                           void *local_address, uint64_t remote_address,
                           mca_btl_base_registration_handle_t *local_handle,
                           mca_btl_base_registration_handle_t *remote_handle, size_t size,
@@ -549,7 +549,7 @@ int mca_btl_ofi_rails_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *e
                                   cbfunc, cbcontext, cbdata);
 }
 
-int mca_btl_ofi_rails_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+static int mca_btl_ofi_rails_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                           void *local_address, uint64_t remote_address,
                           mca_btl_base_registration_handle_t *local_handle,
                           mca_btl_base_registration_handle_t *remote_handle, size_t size,

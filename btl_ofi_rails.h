@@ -44,21 +44,6 @@ void mca_btl_ofi_rails_join(mca_btl_ofi_module_t *module);
 int mca_btl_ofi_rail_endpoint(mca_btl_ofi_module_t *module, struct opal_proc_t *proc,
                               mca_btl_ofi_endpoint_t **ep_out);
 
-/* ---- the split: btl_put and btl_get with several rails */
-
-int mca_btl_ofi_rails_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                          void *local_address, uint64_t remote_address,
-                          mca_btl_base_registration_handle_t *local_handle,
-                          mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                          int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                          void *cbcontext, void *cbdata);
-int mca_btl_ofi_rails_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                          void *local_address, uint64_t remote_address,
-                          mca_btl_base_registration_handle_t *local_handle,
-                          mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                          int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                          void *cbcontext, void *cbdata);
-
 /* ---- failover (progress) */
 
 /* A peer's notice that the link between one of its rails and one of ours

@@ -94,11 +94,10 @@ enum {
 
 /* The start of the reserved area. */
 typedef struct mca_coll_ofi_header_t {
-    uint64_t fetch_result;  /* where fetching atomics land locally */
     uint64_t probe;         /* where a waiting rank's probe gets land (mca_coll_ofi_wait) */
     uint64_t ring_done;     /* ring broadcasts whose slot this rank has emptied (peers read it) */
     uint64_t ring_peek;     /* where the get of a child's ring_done lands */
-    uint64_t pad[4];
+    uint64_t pad[5];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -164,7 +163,6 @@ int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t rem
                      size_t size);
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
-int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t operand);
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);

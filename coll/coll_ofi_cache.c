@@ -22,10 +22,13 @@
 
 #define MCA_COLL_OFI_ALIGN(x, a) (((x) + (a) -1) / (a) * (a))
 
-/* What a BTL must offer for us to use it towards a peer. */
+/* What a BTL must offer for us to use it towards a peer: what osc/rdma
+ * asks of one (put, get, fetching add), so that coll/ofi runs over the
+ * BTLs one-sided MPI runs over. The collectives themselves use put and
+ * get only. */
 #define MCA_COLL_OFI_BTL_FLAGS (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET | MCA_BTL_FLAGS_ATOMIC_FOPS)
 
-/* Pick, for every peer, an RDMA BTL that can put, get and fetch-and-add.
+/* Pick, for every peer, an RDMA BTL with put, get and fetching add.
  * One registration must serve every peer, so all peers must be reached
  * through the same BTL module; *why names the first reason it fails. */
 static int mca_coll_ofi_pick_btl(mca_coll_ofi_module_t *m, const char **why)
@@ -391,25 +394,6 @@ int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t rem
     return mca_coll_ofi_rdma(m, peer, local, remote_off, size, false);
 }
 
-int mca_coll_ofi_fetch_add(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t operand)
-{
-    mca_btl_base_module_t *btl = m->btl;
-    uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
-    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
-    int rc;
-
-    MCA_COLL_OFI_ISSUE(m, rc,
-                       btl->btl_atomic_fop(btl, m->endpoints[peer], &h->fetch_result, raddr,
-                                           m->handle, mca_coll_ofi_remote_handle(m, peer),
-                                           MCA_BTL_ATOMIC_ADD, operand, 0, MCA_BTL_NO_ORDER,
-                                           mca_coll_ofi_rdma_done, m, NULL));
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    /* the result slot is shared: complete before the next one is issued */
-    return mca_coll_ofi_complete(m);
-}
-
 /* Wait for every operation issued so far; report the first failure. */
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m)
 {
@@ -494,16 +478,12 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
         rc = mca_coll_ofi_get(m, peer, &h->ring_peek, offsetof(mca_coll_ofi_header_t, ring_done),
                               sizeof(h->ring_peek));
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_complete(m);
+            rc = mca_coll_ofi_complete(m); /* progresses while it waits */
         }
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
         m->ring_seen[peer] = __atomic_load_n(&h->ring_peek, __ATOMIC_ACQUIRE);
-        if (m->ring_seen[peer] + MCA_COLL_OFI_RING_SLOTS > c) {
-            break;
-        }
-        opal_progress();
     }
     return OMPI_SUCCESS;
 }
