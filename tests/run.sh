@@ -115,7 +115,9 @@ pass() { # label secs [detail]
 
 fail() { # label secs why [log]
     failed=$((failed + 1))
-    failures+=("$1")
+    # the summary repeats why (its first 300 characters): a CI excerpt
+    # that keeps only the end of the output still says what went wrong
+    failures+=("$1: ${3:0:300}")
     echo "FAIL $1 ($2s): $3"
     if [[ -n ${4:-} && -f $4 ]]; then
         echo "---- last 40 lines of ${4#"$repo"/} ----"
