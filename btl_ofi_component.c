@@ -18,6 +18,7 @@
 #include "btl_ofi_seq.h"
 
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <dlfcn.h>
 #include <ifaddrs.h>
@@ -193,8 +194,7 @@ static void mca_btl_ofi_fault_parse(const char *spec)
             }
         }
         if (call < 0 || NULL == end || '\0' != *end || n < 1) {
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad fault", true, opal_process_info.nodename,
-                           spec);
+            MCA_BTL_OFI_SHOW_HELP("bad fault", opal_process_info.nodename, spec);
             continue;
         }
         mca_btl_ofi_fault_at[call] = n;
@@ -530,6 +530,69 @@ static void mca_btl_ofi_provider_defaults_say(const struct fi_info *info)
     }
 }
 
+/* TEXT as one line (a new string, or NULL): a paragraph's lines joined by
+ * a space; between paragraphs and before each indented line (the fields:
+ * "  Host: ...") " | ". One line because tests and scripts that count a
+ * message by its header or anchor on its fields ("Call: fi_write" at the
+ * end of a line) must still find the show_help copy once. */
+static char *mca_btl_ofi_one_line(const char *text)
+{
+    char *line = malloc(3 * strlen(text) + 1), *out = line;
+    const char *in = text;
+
+    if (NULL == line) {
+        return NULL;
+    }
+    while ('\0' != *in) {
+        int newlines = 0;
+        bool indented = false;
+
+        while ('\n' == *in || ' ' == *in) {
+            newlines += '\n' == *in;
+            indented = ' ' == *in && 0 < newlines;
+            ++in;
+        }
+        if ('\0' == *in) {
+            break;
+        }
+        if (out != line) {
+            /* a separator for whatever run of blanks came before */
+            const char *sep = (1 < newlines || indented) ? " | " : " ";
+
+            memcpy(out, sep, strlen(sep));
+            out += strlen(sep);
+        }
+        while ('\0' != *in && '\n' != *in) {
+            *out++ = *in++;
+        }
+    }
+    *out = '\0';
+    return line;
+}
+
+void mca_btl_ofi_help_copy(const char *topic, ...)
+{
+    mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
+    static const char ours[] = "btl/ofi: ";
+    char *text, *line;
+    va_list ap;
+
+    if (0 > c->output || MCA_BTL_OFI_VERBOSE_ERROR > c->verbose) {
+        return;
+    }
+    va_start(ap, topic);
+    text = opal_show_help_vstring(MCA_BTL_OFI_HELP_FILE, topic, false, ap);
+    va_end(ap);
+    line = NULL == text ? NULL : mca_btl_ofi_one_line(text);
+    if (NULL != line) {
+        MCA_BTL_OFI_VERBOSE(
+            MCA_BTL_OFI_VERBOSE_ERROR, "(show_help '%s') %s", topic,
+            line + (0 == strncmp(line, ours, sizeof(ours) - 1) ? sizeof(ours) - 1 : 0));
+    }
+    free(line);
+    free(text);
+}
+
 static int mca_btl_ofi_component_open(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
@@ -610,8 +673,8 @@ static void mca_btl_ofi_check_ints(void)
         if (value < checks[i].lo || value > checks[i].hi) {
             int use = value < checks[i].lo ? checks[i].below : checks[i].above;
 
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, opal_process_info.nodename,
-                           checks[i].name, value, checks[i].range, use);
+            MCA_BTL_OFI_SHOW_HELP("bad param", opal_process_info.nodename, checks[i].name, value,
+                                  checks[i].range, use);
             *checks[i].value = use;
         }
     }
@@ -638,9 +701,10 @@ static void mca_btl_ofi_check_params(void)
         size_t use = mca_btl_ofi_module_template.super.btl_max_send_size < MCA_BTL_OFI_MIN_SEND_SIZE
                          ? MCA_BTL_OFI_MIN_SEND_SIZE
                          : MCA_BTL_OFI_MAX_SEND_SIZE;
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad size param", true, host, "btl_ofi_max_send_size",
-                       mca_btl_ofi_module_template.super.btl_max_send_size,
-                       (size_t) MCA_BTL_OFI_MIN_SEND_SIZE, (size_t) MCA_BTL_OFI_MAX_SEND_SIZE, use);
+        MCA_BTL_OFI_SHOW_HELP("bad size param", host, "btl_ofi_max_send_size",
+                              mca_btl_ofi_module_template.super.btl_max_send_size,
+                              (size_t) MCA_BTL_OFI_MIN_SEND_SIZE,
+                              (size_t) MCA_BTL_OFI_MAX_SEND_SIZE, use);
         mca_btl_ofi_module_template.super.btl_max_send_size = use;
     }
     if (NULL != c->provider_include && '\0' == c->provider_include[0]) {
@@ -656,8 +720,8 @@ static void mca_btl_ofi_check_params(void)
         c->if_exclude = NULL;
     }
     if (NULL != c->provider_include && NULL != c->provider_exclude) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "include and exclude", true, host,
-                       c->provider_include, c->provider_exclude);
+        MCA_BTL_OFI_SHOW_HELP("include and exclude", host, c->provider_include,
+                              c->provider_exclude);
     }
 }
 
@@ -779,9 +843,9 @@ static void mca_btl_ofi_if_list_check(const char *param, char **list, const stru
     for (int i = 0; NULL != list && NULL != list[i]; ++i) {
         if (mca_btl_ofi_cidr_parse(list[i], &family, net, &bits, &valid)) {
             if (!valid) {
-                opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad interface", true,
-                               opal_process_info.nodename, param, list[i],
-                               "it is not a subnet in CIDR notation (address/prefix length)");
+                MCA_BTL_OFI_SHOW_HELP(
+                    "bad interface", opal_process_info.nodename, param, list[i],
+                    "it is not a subnet in CIDR notation (address/prefix length)");
             }
             continue;
         }
@@ -790,8 +854,8 @@ static void mca_btl_ofi_if_list_check(const char *param, char **list, const stru
             found = 0 == strcmp(j->ifa_name, list[i]);
         }
         if (!found) {
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad interface", true, opal_process_info.nodename,
-                           param, list[i], "this host has no interface of that name");
+            MCA_BTL_OFI_SHOW_HELP("bad interface", opal_process_info.nodename, param, list[i],
+                                  "this host has no interface of that name");
         }
     }
 }
@@ -1045,8 +1109,8 @@ static bool mca_btl_ofi_lists_open(mca_btl_ofi_lists_t *lists)
 
     if (NULL != c->if_include && NULL != c->if_exclude) {
         /* as btl/tcp: which one the user meant cannot be guessed */
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "if include and exclude", true,
-                       opal_process_info.nodename, c->if_include, c->if_exclude);
+        MCA_BTL_OFI_SHOW_HELP("if include and exclude", opal_process_info.nodename, c->if_include,
+                              c->if_exclude);
         return false;
     }
     lists->prov_include = opal_argv_split(c->provider_include, ',');
@@ -1293,12 +1357,12 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     ntaken = mca_btl_ofi_take_candidates(all, with_dc, &lists, taken, taken_if, &seen);
     if (0 == ntaken) {
         seen_str = opal_argv_join(seen, ',');
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "no provider", true, opal_process_info.nodename,
-                       c->provider_include ? c->provider_include : "(not set)",
-                       c->provider_exclude ? c->provider_exclude : "(not set)",
-                       c->if_include ? c->if_include : "(not set)",
-                       c->if_exclude ? c->if_exclude : "(not set)",
-                       (seen_str && seen_str[0]) ? seen_str : "(none)");
+        MCA_BTL_OFI_SHOW_HELP("no provider", opal_process_info.nodename,
+                              c->provider_include ? c->provider_include : "(not set)",
+                              c->provider_exclude ? c->provider_exclude : "(not set)",
+                              c->if_include ? c->if_include : "(not set)",
+                              c->if_exclude ? c->if_exclude : "(not set)",
+                              (seen_str && seen_str[0]) ? seen_str : "(none)");
         free(seen_str);
     } else {
         modules = mca_btl_ofi_publish(taken, ntaken);

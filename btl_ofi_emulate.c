@@ -100,7 +100,9 @@ void mca_btl_ofi_rma_failures(mca_btl_ofi_module_t *module)
  * one per rma_chunk bytes. */
 static inline uint32_t mca_btl_ofi_rma_pieces(const mca_btl_ofi_module_t *module, size_t len)
 {
-    return len <= module->rma_chunk ? 1 : (uint32_t) ((len + module->rma_chunk - 1) / module->rma_chunk);
+    return len <= module->rma_chunk
+               ? 1
+               : (uint32_t) ((len + module->rma_chunk - 1) / module->rma_chunk);
 }
 
 /* Send what ENDPOINT's window lets through of the operations waiting on
@@ -402,10 +404,9 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
         return;
     }
     if (OPAL_UNLIKELY(OPAL_ERR_BAD_PARAM == resp->status)) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "rma refused", true,
-                       MCA_BTL_OFI_MSG_PUT == resp->hdr.op ? "put" : "get",
-                       opal_process_info.nodename,
-                       OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+        MCA_BTL_OFI_SHOW_HELP("rma refused", MCA_BTL_OFI_MSG_PUT == resp->hdr.op ? "put" : "get",
+                              opal_process_info.nodename,
+                              OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
     }
     if (data) {
         /* no lock: these bytes keep the operation from completing */
@@ -613,8 +614,8 @@ void mca_btl_ofi_amo_answer(mca_btl_ofi_context_t *context, const void *msg, siz
         return;
     }
     if (OPAL_SUCCESS != resp->status) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "atomic refused", true, opal_process_info.nodename,
-                       OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+        MCA_BTL_OFI_SHOW_HELP("atomic refused", opal_process_info.nodename,
+                              OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
     } else if (NULL != comp->local_address) {
         mca_btl_ofi_store_result(comp->local_address, resp->result,
                                  !!(resp->hdr.flags & MCA_BTL_OFI_AMO_32BIT));

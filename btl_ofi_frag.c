@@ -434,8 +434,9 @@ static int mca_btl_ofi_msg_post(mca_btl_ofi_rdesc_t *rdesc)
     ssize_t rc;
 
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_REPOST) ? -FI_ENOMEM
-                                                     : fi_recvmsg(context->rx, &msg, context->rflags);
+    rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_REPOST)
+             ? -FI_ENOMEM
+             : fi_recvmsg(context->rx, &msg, context->rflags);
     if (OPAL_UNLIKELY(-FI_EAGAIN == rc || -FI_ENOMEM == rc)) {
         rdesc->next_repost = context->repost;
         context->repost = rdesc;

@@ -92,8 +92,8 @@ static int mca_btl_ofi_add_procs(mca_btl_base_module_t *btl, size_t nprocs,
     if (OPAL_UNLIKELY(mca_btl_ofi_ob1_stranded(module))) {
         if (!stranded_told) {
             stranded_told = true;
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "ob1 stranded", true, mca_btl_ofi_component.mode,
-                           opal_process_info.nodename);
+            MCA_BTL_OFI_SHOW_HELP("ob1 stranded", mca_btl_ofi_component.mode,
+                                  opal_process_info.nodename);
         }
         return OPAL_SUCCESS; /* nobody reachable */
     }
@@ -182,8 +182,8 @@ static int mca_btl_ofi_mr_reg(mca_btl_ofi_module_t *module, void *base, size_t s
                  : fi_mr_reg(module->domain, base, size, access, 0, want, 0, mr, NULL);
     }
     if (0 != rc) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "registration failed", true,
-                       opal_process_info.nodename, base, size, rc, fi_strerror(-rc));
+        MCA_BTL_OFI_SHOW_HELP("registration failed", opal_process_info.nodename, base, size, rc,
+                              fi_strerror(-rc));
         *mr = NULL;
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -543,8 +543,9 @@ static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
     while (mca_btl_ofi_outstanding(module) > 0) {
         (void) mca_btl_ofi_component_progress(); /* every rail: see flush */
         if (mca_btl_ofi_now() > deadline) {
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "drain timeout", true, opal_process_info.nodename,
-                           (long long) mca_btl_ofi_outstanding(module), MCA_BTL_OFI_DRAIN_SECONDS);
+            MCA_BTL_OFI_SHOW_HELP("drain timeout", opal_process_info.nodename,
+                                  (long long) mca_btl_ofi_outstanding(module),
+                                  MCA_BTL_OFI_DRAIN_SECONDS);
             return;
         }
     }
@@ -760,8 +761,8 @@ static void mca_btl_ofi_one_datagram(mca_btl_ofi_module_t *module, const struct 
     size_t one = info->tx_attr->inject_size - sizeof(mca_btl_ofi_msg_hdr_t);
 
     if (module->super.btl_max_send_size > one && !mca_btl_ofi_param_is_default("max_send_size")) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "one datagram", true, opal_process_info.nodename,
-                       info->fabric_attr->prov_name, module->super.btl_max_send_size, one);
+        MCA_BTL_OFI_SHOW_HELP("one datagram", opal_process_info.nodename,
+                              info->fabric_attr->prov_name, module->super.btl_max_send_size, one);
     }
     if (module->super.btl_max_send_size > one) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
@@ -858,9 +859,9 @@ static int mca_btl_ofi_context_count(const struct fi_info *info, bool *use_sep)
 
     max_ctx = mca_btl_ofi_min(max_ctx, (size_t) MCA_BTL_OFI_MAX_CONTEXTS);
     if ((size_t) count > max_ctx) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "too many contexts", true, opal_process_info.nodename,
-                       count, info->fabric_attr->prov_name, (int) max_ctx,
-                       sep ? "scalable endpoint contexts" : "endpoints", (int) max_ctx);
+        MCA_BTL_OFI_SHOW_HELP("too many contexts", opal_process_info.nodename, count,
+                              info->fabric_attr->prov_name, (int) max_ctx,
+                              sep ? "scalable endpoint contexts" : "endpoints", (int) max_ctx);
         count = (int) max_ctx;
         /* the MPI_T cvar then tells what is in use */
         component->num_contexts_per_module = count;

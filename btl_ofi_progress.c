@@ -61,8 +61,8 @@ static void mca_btl_ofi_context_report_error(mca_btl_ofi_context_t *context,
                  NULL != endpoint->proc->proc_hostname ? endpoint->proc->proc_hostname : "?");
     }
     (void) fi_cq_strerror(context->cq, err->prov_errno, err->err_data, detail, sizeof(detail));
-    opal_show_help(MCA_BTL_OFI_HELP_FILE, "completion error", true, opal_process_info.nodename,
-                   context->index, peer, err->err, fi_strerror(err->err), err->prov_errno, detail);
+    MCA_BTL_OFI_SHOW_HELP("completion error", opal_process_info.nodename, context->index, peer,
+                          err->err, fi_strerror(err->err), err->prov_errno, detail);
 }
 
 /* A completion error that means the peer is gone (it exited, its host or
@@ -604,8 +604,7 @@ int mca_btl_ofi_progress_thread_start(mca_btl_ofi_module_t *module)
     rc = opal_thread_start(&module->progress_thread);
     if (OPAL_SUCCESS != rc) {
         OBJ_DESTRUCT(&module->progress_thread);
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "progress thread", true, opal_process_info.nodename,
-                       rc);
+        MCA_BTL_OFI_SHOW_HELP("progress thread", opal_process_info.nodename, rc);
         return rc;
     }
     module->progress_running = true;

@@ -49,8 +49,8 @@
 /* Why a usable candidate does not become one more rail, or NULL. Rails are
  * domains of one provider on distinct interfaces. */
 const char *mca_btl_ofi_rail_refusal(mca_btl_ofi_module_t *const *taken,
-                                            char (*taken_if)[IF_NAMESIZE + 1], int ntaken,
-                                            const struct fi_info *info, const char *iface)
+                                     char (*taken_if)[IF_NAMESIZE + 1], int ntaken,
+                                     const struct fi_info *info, const char *iface)
 {
     if (0 != strcmp(taken[0]->info->fabric_attr->prov_name, info->fabric_attr->prov_name)) {
         return "another provider was taken (rails are domains of one provider)";
@@ -74,7 +74,7 @@ const char *mca_btl_ofi_rail_refusal(mca_btl_ofi_module_t *const *taken,
  * address that is the domain's source address): it pairs the rail with
  * the peers' rails on the same subnet. */
 void mca_btl_ofi_rail_net(mca_btl_ofi_module_t *module, const struct fi_info *info,
-                                 const char *iface, const struct ifaddrs *ifs)
+                          const char *iface, const struct ifaddrs *ifs)
 {
     int family, ifamily = AF_UNSPEC, mfamily = AF_UNSPEC;
     const unsigned char *mine = mca_btl_ofi_sa_bytes(info->src_addr, info->src_addrlen, &family);
@@ -160,7 +160,7 @@ static bool mca_btl_ofi_rail_var(const char *what, const char *iface, const char
  * kernel reports (no provider reports a latency: the default stands).
  */
 void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi_info *info,
-                                   const char *iface)
+                            const char *iface)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     const char *bw_from = "btl_ofi_bandwidth", *lat_from = "btl_ofi_latency";
@@ -201,8 +201,8 @@ void mca_btl_ofi_rail_speed(mca_btl_ofi_module_t *module, const struct fi_info *
     }
     if (0 == *bw) {
         /* a zero weight would divide by zero in ob1 and in the split */
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad param", true, opal_process_info.nodename,
-                       bw_param, 0, "at least 1 (MB/s)", 1);
+        MCA_BTL_OFI_SHOW_HELP("bad param", opal_process_info.nodename, bw_param, 0,
+                              "at least 1 (MB/s)", 1);
         *bw = 1;
     }
     module->super.btl_bandwidth = *bw;
@@ -303,9 +303,8 @@ int mca_btl_ofi_rail_endpoint(mca_btl_ofi_module_t *module, struct opal_proc_t *
         static bool told = false;
         if (!told) {
             told = true;
-            opal_show_help(MCA_BTL_OFI_HELP_FILE, "node-local provider", true,
-                           module->info->fabric_attr->prov_name, opal_process_info.nodename,
-                           OPAL_NAME_PRINT(proc->proc_name));
+            MCA_BTL_OFI_SHOW_HELP("node-local provider", module->info->fabric_attr->prov_name,
+                                  opal_process_info.nodename, OPAL_NAME_PRINT(proc->proc_name));
         }
         return OPAL_ERR_UNREACH;
     }
@@ -315,8 +314,8 @@ int mca_btl_ofi_rail_endpoint(mca_btl_ofi_module_t *module, struct opal_proc_t *
     }
     rc = OPAL_ERR_UNREACH;
     if (!mca_btl_ofi_rails_parse(all, size, blobs)) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "bad modex", true, opal_process_info.nodename,
-                       OPAL_NAME_PRINT(proc->proc_name));
+        MCA_BTL_OFI_SHOW_HELP("bad modex", opal_process_info.nodename,
+                              OPAL_NAME_PRINT(proc->proc_name));
         goto out_free_all;
     }
     blob = mca_btl_ofi_rail_pick(module, blobs, all->count);
@@ -328,8 +327,8 @@ int mca_btl_ofi_rail_endpoint(mca_btl_ofi_module_t *module, struct opal_proc_t *
         goto out_free_all;
     }
     if ((0 != blob->sep) != (NULL != module->sep)) {
-        opal_show_help(MCA_BTL_OFI_HELP_FILE, "sep mismatch", true, opal_process_info.nodename,
-                       OPAL_NAME_PRINT(proc->proc_name));
+        MCA_BTL_OFI_SHOW_HELP("sep mismatch", opal_process_info.nodename,
+                              OPAL_NAME_PRINT(proc->proc_name));
         goto out_free_all;
     }
     for (uint32_t r = 0; r < all->count; ++r) {
@@ -344,7 +343,7 @@ out_free_all:
 }
 
 static mca_btl_ofi_endpoint_t *mca_btl_ofi_endpoint_on_rail(mca_btl_ofi_endpoint_t *endpoint,
-                                                     mca_btl_ofi_module_t *rail)
+                                                            mca_btl_ofi_module_t *rail)
 {
     mca_btl_ofi_endpoint_t *peer = endpoint->rail.peers[rail->rail];
 
@@ -538,27 +537,27 @@ static int mca_btl_ofi_rails_rdma(mca_btl_base_module_t *btl, mca_btl_base_endpo
 }
 
 static int mca_btl_ofi_rails_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                          void *local_address, uint64_t remote_address,
-                          mca_btl_base_registration_handle_t *local_handle,
-                          mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                          int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                          void *cbcontext, void *cbdata)
+                                 void *local_address, uint64_t remote_address,
+                                 mca_btl_base_registration_handle_t *local_handle,
+                                 mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                                 int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                                 void *cbcontext, void *cbdata)
 {
-    return mca_btl_ofi_rails_rdma(btl, endpoint, MCA_BTL_OFI_RMA_PUT, local_address,
-                                  remote_address, local_handle, remote_handle, size, flags, order,
-                                  cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_rails_rdma(btl, endpoint, MCA_BTL_OFI_RMA_PUT, local_address, remote_address,
+                                  local_handle, remote_handle, size, flags, order, cbfunc,
+                                  cbcontext, cbdata);
 }
 
 static int mca_btl_ofi_rails_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
-                          void *local_address, uint64_t remote_address,
-                          mca_btl_base_registration_handle_t *local_handle,
-                          mca_btl_base_registration_handle_t *remote_handle, size_t size,
-                          int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
-                          void *cbcontext, void *cbdata)
+                                 void *local_address, uint64_t remote_address,
+                                 mca_btl_base_registration_handle_t *local_handle,
+                                 mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                                 int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+                                 void *cbcontext, void *cbdata)
 {
-    return mca_btl_ofi_rails_rdma(btl, endpoint, MCA_BTL_OFI_RMA_GET, local_address,
-                                  remote_address, local_handle, remote_handle, size, flags, order,
-                                  cbfunc, cbcontext, cbdata);
+    return mca_btl_ofi_rails_rdma(btl, endpoint, MCA_BTL_OFI_RMA_GET, local_address, remote_address,
+                                  local_handle, remote_handle, size, flags, order, cbfunc,
+                                  cbcontext, cbdata);
 }
 
 static void mca_btl_ofi_atomics_rails(mca_btl_ofi_module_t *module)
@@ -636,7 +635,7 @@ static void mca_btl_ofi_rdma_take(mca_btl_ofi_context_t *context, mca_btl_ofi_en
  * or parked again on TO, the same peer's endpoint on TO_MODULE; returns
  * how many. */
 static int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
-                          mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
+                                 mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
 {
     opal_list_item_t *item;
     opal_list_t taken;
@@ -748,7 +747,7 @@ static bool mca_btl_ofi_frags_take(mca_btl_ofi_context_t *context, mca_btl_ofi_e
  * Returns how many were sent again (the numbered ones), -1 when one could
  * not be copied (out of memory). */
 static int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *from,
-                           mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
+                                  mca_btl_ofi_module_t *to_module, mca_btl_ofi_endpoint_t *to)
 {
     opal_list_t queued, replies, orphans, copies;
     opal_list_item_t *item;
@@ -883,8 +882,8 @@ static void mca_btl_ofi_rail_cut_tell(mca_btl_ofi_module_t *module,
 /* The peer ENDPOINT of MODULE did not answer a probe: when another rail of
  * ours reaches it, fail over to that rail (true: the peer is not lost).
  * Otherwise WHY (LEN bytes) says what was seen. */
-static bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint, char *why,
-                          size_t len)
+static bool mca_btl_ofi_rail_cut(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
+                                 char *why, size_t len)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
     char here[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN], again[128];

@@ -83,8 +83,8 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
         return route;
     }
-    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address, local_handle, cbfunc,
-                                        cbcontext, cbdata);
+    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
+                                        local_handle, cbfunc, cbcontext, cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }

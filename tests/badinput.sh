@@ -17,7 +17,8 @@
 #     (a run whose message Open MPI 4.1.4 itself lost after mpirun received
 #     it -- "ORTE_ERROR_LOG ... show_help.c", or mpirun's PMIx server said
 #     "logging info" and printed nothing; tests/lib.sh, help_lost -- is
-#     retried, up to 5 runs in all;)
+#     retried, up to 10 runs in all: the loss comes in bursts, 14 of 30
+#     runs in a row lost both ranks' messages here once;)
 #   - where the component must still run: cvar btl_ofi_version is 0.1.0
 #     (our btl/ofi loaded and selected), and the provider is the expected one;
 #     where it must step aside: cvar btl_ofi_selected_provider is absent or
@@ -69,6 +70,7 @@ cases=(
     "bandwidth_0|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 0|Parameter: *btl_ofi_bandwidth\$;rail 0 \\(interface lo\\): bandwidth 1 MB/s \\(btl_ofi_bandwidth\\)|run:sockets"
     "bandwidth_if_0|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 777 --mca btl_ofi_bandwidth_lo 0 --mca btl_ofi_latency_lo 4|Parameter: *btl_ofi_bandwidth_lo;rail 0 \\(interface lo\\): bandwidth 1 MB/s \\(btl_ofi_bandwidth_IF\\), latency 4 \\(btl_ofi_latency_IF\\)|run:sockets"
     "emulate_rma_5|--mca btl_ofi_provider_include sockets --mca btl_ofi_emulate_rma 5|Parameter: *btl_ofi_emulate_rma;Value: *5|run:sockets"
+    "help_copy_verbose|--mca btl_ofi_provider_include sockets --mca btl_ofi_verbose 1 --mca btl_ofi_emulate_rma 5|btl/ofi: \\(show_help 'bad param'\\) an MCA parameter has a value out of range\\. [|] Host: +[^ ]+ [|] Parameter: btl_ofi_emulate_rma [|] Value: +5 [|]|run:sockets"
     "emulate_atomics_-2|--mca btl_ofi_provider_include sockets --mca btl_ofi_emulate_atomics -2|Parameter: *btl_ofi_emulate_atomics;Value: *-2|run:sockets"
     "emulate_rma_1|--mca btl_ofi_provider_include sockets --mca btl_ofi_verbose 5 --mca btl_ofi_emulate_rma 1|puts and gets carried as messages of 16320 data bytes|run:sockets"
     "rxm_rx_size_default|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_verbose 1|ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=1024 \\(btl/ofi's default|run:tcp;ofi_rxm"
@@ -113,7 +115,7 @@ if [[ ! -x $bindir/hello ]]; then
 fi
 
 failed=0
-max_attempts=5
+max_attempts=10
 attempt=1
 
 fail() { # case why log

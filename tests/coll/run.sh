@@ -153,7 +153,7 @@ run_case() {
     case $b in
     basic) sel+=(--mca coll ofi,basic,libnbc,self) ;;
     cache0) sel+=(--mca coll_ofi_cache_pages 0 --mca coll_ofi_fanout 3) ;;
-    badfanout) sel+=(--mca coll_ofi_fanout 0) ;;
+    badfanout) sel+=(--mca coll_ofi_fanout 0 "${HELP_TRACE[@]}") ;;
     esac
     local prog=
     # 4 threads per rank on 2 cores: yield when idle, as an oversubscribed
@@ -176,8 +176,8 @@ run_case() {
         if [[ -z $why ]] && ! grep -q "coll:ofi: coll_ofi_fanout 0 is out of range (1 or more); using 2" "$log"; then
             why="no verbose line naming coll_ofi_fanout 0 and the value used"
         elif [[ -z $why ]] && ! grep -q "Parameter: coll_ofi_fanout" "$log" &&
-            ! grep -q "ORTE_ERROR_LOG: .*show_help" "$log"; then
-            why="no help message naming coll_ofi_fanout (and mpirun reported no dropped one)"
+            ! help_lost "$log"; then
+            why="no help message naming coll_ofi_fanout (and mpirun received none that it dropped)"
         fi
         ;;
     fallback)
