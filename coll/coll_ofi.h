@@ -10,8 +10,9 @@
  *             peers) and src[] (local sources of the slot writes), then
  *             one bounce page used as the data cache when
  *             coll_ofi_cache_pages is 0, then (up to 16 ranks) two sets
- *             of one 256-byte slot per rank for small allreduces, then
- *             the ring of small broadcasts;
+ *             of one 1 KiB slot per rank for small allreduces and
+ *             GATHER_SETS sets of one flagged slot per rank for small
+ *             reductions, then the ring of small broadcasts;
  *   directory every rank's block address and registration handle;
  *   data      coll_ofi_cache_pages pages that payload moves through.
  *
@@ -48,7 +49,7 @@ BEGIN_C_DECLS
 /* Allreduce of at most SMALL_BYTES on at most SMALL_RANKS ranks goes
  * through per-rank slots of the reserved area in one exchange (every rank
  * puts its contribution to every other rank) instead of reduce + bcast. */
-#define MCA_COLL_OFI_SMALL_BYTES 256
+#define MCA_COLL_OFI_SMALL_BYTES 1024
 
 /* Microseconds a wait for a peer's flag lasts before the peer is probed
  * (and between probes): a dead peer is named by the btl within about
@@ -67,6 +68,14 @@ BEGIN_C_DECLS
  * to a cache line, then the data */
 #define MCA_COLL_OFI_RING_HEAD 64
 #define MCA_COLL_OFI_RING_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_RING_BYTES)
+
+/* Reductions of at most SMALL_BYTES on at most SMALL_RANKS ranks gather
+ * every contribution at the root (coll_ofi_reduce.c): call c uses set
+ * c % GATHER_SETS of one slot per rank (a flag head, then SMALL_BYTES) in
+ * the root's reserved area, so a rank that is not the root puts its
+ * contribution and returns, up to GATHER_SETS calls ahead of the root. */
+#define MCA_COLL_OFI_GATHER_SETS 4
+#define MCA_COLL_OFI_GATHER_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_SMALL_BYTES)
 
 typedef struct mca_coll_ofi_component_t {
     mca_coll_base_component_2_0_0_t super;
@@ -94,10 +103,12 @@ enum {
 
 /* The start of the reserved area. */
 typedef struct mca_coll_ofi_header_t {
-    uint64_t probe;         /* where a waiting rank's probe gets land (mca_coll_ofi_wait) */
-    uint64_t ring_done;     /* ring broadcasts whose slot this rank has emptied (peers read it) */
-    uint64_t ring_peek;     /* where the get of a child's ring_done lands */
-    uint64_t pad[5];
+    uint64_t probe;       /* where a waiting rank's probe gets land (mca_coll_ofi_wait) */
+    uint64_t ring_done;   /* ring broadcasts whose slot this rank has emptied (peers read it) */
+    uint64_t ring_peek;   /* where the get of a child's ring_done lands */
+    uint64_t reduce_done; /* small reductions this rank has finished (peers read it) */
+    uint64_t reduce_peek; /* where the get of a root's reduce_done lands */
+    uint64_t pad[3];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -131,16 +142,19 @@ typedef struct mca_coll_ofi_module_t {
     char *block;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
-    size_t off_ready, off_credit, off_src, off_bounce, off_small, off_ring, off_dir, off_data;
+    size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,
+        off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
     char *data;
     size_t data_size;
 
-    uint64_t step;     /* last step used; equal on every rank */
-    uint64_t ring_calls; /* ring broadcasts begun; equal on every rank */
-    uint64_t *ring_seen; /* per peer: its ring_done when last read */
+    uint64_t step;         /* last step used; equal on every rank */
+    uint64_t ring_calls;   /* ring broadcasts begun; equal on every rank */
+    uint64_t *ring_seen;   /* per peer: its ring_done when last read */
+    uint64_t reduce_calls; /* small reductions begun; equal on every rank */
+    uint64_t *reduce_seen; /* per peer: its reduce_done when last read */
 
     /* RDMA operations issued and not yet completed; first failure seen */
     volatile int32_t pending;
@@ -170,6 +184,8 @@ int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uin
 int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t value);
 /* Return once PEER has emptied its ring slot of call C - RING_SLOTS. */
 int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
+/* Return once PEER has finished small reduction C - GATHER_SETS. */
+int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Wait until our slot INDEX of AREA_OFF holds at least VALUE, written by
  * rank WRITER (-1: any rank may be the last to write it); OMPI_ERROR when
  * the writer is found lost meanwhile. */

@@ -49,5 +49,7 @@ int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
             return rc;
         }
     }
-    return mca_coll_ofi_complete(m);
+    /* our last flag is left in flight: its reader waits for it, we need
+     * not (the next signal completes it before reusing its source) */
+    return (OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
 }

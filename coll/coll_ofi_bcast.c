@@ -57,8 +57,9 @@ static mca_coll_ofi_tree_t mca_coll_ofi_tree(const mca_coll_ofi_module_t *m, int
  * asking), completes and flushes the puts, then writes the child's flag.
  * Only then does it copy the bytes out and count the slot emptied, so
  * the slot it forwarded from is not overwritten under its own puts. No
- * rank waits for its children to arrive: a root returns as soon as its
- * children have the bytes, and may be up to RING_SLOTS calls ahead.
+ * rank waits for its children to arrive, nor for its flags to land: a
+ * root returns as soon as its children have the bytes, and may be up to
+ * RING_SLOTS calls ahead.
  */
 static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
 {
@@ -97,9 +98,13 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
             return rc;
         }
     }
-    rc = mca_coll_ofi_complete(m);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
+    /* The flag puts are left in flight: the children wait for them, not
+     * we. Their source (our src slot per child) is rewritten only after
+     * the next call's flush, which completes them; an earlier failure is
+     * reported here or by that completion, and the module's release
+     * completes what is left. */
+    if (OPAL_UNLIKELY(OMPI_SUCCESS != m->op_status)) {
+        return mca_coll_ofi_complete(m);
     }
     if (t.parent >= 0) {
         memcpy(buf, data, bytes);

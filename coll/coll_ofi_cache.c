@@ -89,7 +89,10 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->off_bounce = MCA_COLL_OFI_ALIGN(m->off_src + n * sizeof(uint64_t), 64);
     m->off_small = m->off_bounce + MCA_COLL_OFI_PAGE_SIZE;
     m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * MCA_COLL_OFI_SMALL_BYTES : 0;
-    m->off_ring = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
+    m->off_gather = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
+    m->off_ring =
+        m->off_gather
+        + ((0 < m->small_size) ? MCA_COLL_OFI_GATHER_SETS * n * MCA_COLL_OFI_GATHER_STRIDE : 0);
     m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * MCA_COLL_OFI_RING_STRIDE;
     /* per rank: block address, data size, registration handle */
     m->dir_stride = 2 * sizeof(uint64_t) + MCA_COLL_OFI_ALIGN(hsize, 8);
@@ -99,7 +102,8 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->block_size = off + m->data_size;
 
     m->ring_seen = calloc(n, sizeof(*m->ring_seen));
-    if (NULL == m->ring_seen
+    m->reduce_seen = calloc(n, sizeof(*m->reduce_seen));
+    if (NULL == m->ring_seen || NULL == m->reduce_seen
         || 0 != posix_memalign((void **) &m->block, MCA_COLL_OFI_PAGE_SIZE, m->block_size)) {
         m->block = NULL;
         *why = "out of memory for the cache";
@@ -133,6 +137,11 @@ free_block:
 
 void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
 {
+    /* a broadcast's flag puts may still be in flight (coll_ofi_bcast.c):
+     * their source and their callback's module are about to go */
+    if (NULL != m->block) {
+        (void) mca_coll_ofi_complete(m);
+    }
     if (NULL != m->handle) {
         (void) m->btl->btl_deregister_mem(m->btl, m->handle);
         m->handle = NULL;
@@ -141,6 +150,8 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     m->block = NULL;
     free(m->ring_seen);
     m->ring_seen = NULL;
+    free(m->reduce_seen);
+    m->reduce_seen = NULL;
     free(m->endpoints);
     m->endpoints = NULL;
 }
@@ -461,31 +472,54 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
     return mca_coll_ofi_put(m, peer, src, remote_off, sizeof(uint64_t));
 }
 
-/* The slot of call C in PEER's ring is free once PEER has emptied it for
- * call C - RING_SLOTS. PEER's count is read with a get only when the value
- * last read does not already say so: once in about RING_SLOTS calls while
- * the children keep up. The get is also work owed by PEER, so a dead
- * child is named by the btl's lost-peer check like any other wait. */
-int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
+/* Return once PEER's counter at FIELD of its header (calls it has
+ * finished) says it is done with call C - NSLOTS, whose slot call C
+ * reuses. The counter is read with a get only when SEEN[PEER], its value
+ * last read, does not already say so: once in about NSLOTS calls while
+ * PEER keeps up. The get is also work owed by PEER, so a dead peer is
+ * named by the btl's lost-peer check like any other wait. */
+static int mca_coll_ofi_room(mca_coll_ofi_module_t *m, int peer, uint64_t c, uint64_t nslots,
+                             size_t field, uint64_t *peek, uint64_t *seen)
 {
-    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
     int rc;
 
-    if (c < MCA_COLL_OFI_RING_SLOTS) {
-        return OMPI_SUCCESS;
-    }
-    while (m->ring_seen[peer] + MCA_COLL_OFI_RING_SLOTS <= c) {
-        rc = mca_coll_ofi_get(m, peer, &h->ring_peek, offsetof(mca_coll_ofi_header_t, ring_done),
-                              sizeof(h->ring_peek));
+    for (bool asked = false; seen[peer] + nslots <= c; asked = true) {
+        if (asked) {
+            /* PEER is behind: let it (and everything else) run before
+             * asking again. A btl whose get completes at once (vader's
+             * single copy) never enters opal_progress in the completion
+             * wait, and this loop alone would then keep a core from an
+             * oversubscribed PEER until the scheduler's next tick. */
+            opal_progress();
+        }
+        rc = mca_coll_ofi_get(m, peer, peek, field, sizeof(*peek));
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_complete(m); /* progresses while it waits */
+            rc = mca_coll_ofi_complete(m);
         }
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
-        m->ring_seen[peer] = __atomic_load_n(&h->ring_peek, __ATOMIC_ACQUIRE);
+        seen[peer] = __atomic_load_n(peek, __ATOMIC_ACQUIRE);
     }
     return OMPI_SUCCESS;
+}
+
+int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
+{
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+
+    return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_RING_SLOTS,
+                             offsetof(mca_coll_ofi_header_t, ring_done), &h->ring_peek,
+                             m->ring_seen);
+}
+
+int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
+{
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+
+    return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_GATHER_SETS,
+                             offsetof(mca_coll_ofi_header_t, reduce_done), &h->reduce_peek,
+                             m->reduce_seen);
 }
 
 /* Microseconds of the monotonic clock. (Open MPI's own timer,

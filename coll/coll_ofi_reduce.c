@@ -12,7 +12,11 @@
  * last rank to rank 0 (rank i computes r_i op (r_i+1 op ... op r_n-1)),
  * and rank 0 hands the result to the root if that is someone else.
  *
- * Allreduce is a reduce to rank 0 followed by a broadcast from it.
+ * Reductions of at most SMALL_BYTES on at most SMALL_RANKS ranks are
+ * gathered at the root instead (mca_coll_ofi_reduce_small), and such
+ * allreduces are one all-to-all exchange (mca_coll_ofi_allreduce_small).
+ * A larger allreduce is a reduce to rank 0 followed by a broadcast from
+ * it.
  */
 
 #include "coll_ofi.h"
@@ -192,6 +196,71 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
     return true;
 }
 
+/*
+ * Small reduction: every rank but the root puts its contribution into its
+ * own slot of the root's gather set for this call, completes and flushes
+ * it, writes the slot's flag (call + 1) and returns; the root waits for
+ * the flags and combines in rank order, c0 op (c1 op (... op c_last)),
+ * which is right for non-commutative ops too. Call c uses set
+ * c % GATHER_SETS at its root; a contributor first makes sure the root has
+ * finished call c - GATHER_SETS (mca_coll_ofi_gather_room: usually known
+ * without asking), so it never overwrites a slot the root has not read.
+ * Our own slot of the set stages our contribution (nobody else writes it).
+ * As in the ring broadcast, the flag put is left in flight.
+ */
+static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
+                                     size_t count, struct ompi_datatype_t *dtype,
+                                     struct ompi_op_t *op, int root, size_t bytes)
+{
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    const uint64_t c = m->reduce_calls++;
+    const size_t set =
+        m->off_gather
+        + (size_t) (c % MCA_COLL_OFI_GATHER_SETS) * (size_t) m->size * MCA_COLL_OFI_GATHER_STRIDE;
+    const size_t mine = set + (size_t) m->rank * MCA_COLL_OFI_GATHER_STRIDE;
+    int rc = OMPI_SUCCESS;
+
+    if (m->rank != root) {
+        rc = mca_coll_ofi_gather_room(m, root, c);
+        if (OMPI_SUCCESS == rc) {
+            memcpy(m->block + mine + MCA_COLL_OFI_RING_HEAD, own, bytes);
+            rc = mca_coll_ofi_put(m, root, m->block + mine + MCA_COLL_OFI_RING_HEAD,
+                                  mine + MCA_COLL_OFI_RING_HEAD, bytes);
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_flush(m, root);
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_signal_at(m, root, mine, c + 1);
+        }
+    } else {
+        /* with MPI_IN_PLACE own is result: keep it before result is built */
+        memcpy(m->block + mine + MCA_COLL_OFI_RING_HEAD, own, bytes);
+        for (int p = m->size - 1; p >= 0 && OMPI_SUCCESS == rc; --p) {
+            const char *from =
+                m->block + set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE + MCA_COLL_OFI_RING_HEAD;
+
+            if (p != root) {
+                rc = mca_coll_ofi_wait(m, set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE, 0, c + 1,
+                                       p);
+                if (OMPI_SUCCESS != rc) {
+                    break;
+                }
+            }
+            if (p == m->size - 1) {
+                memcpy(result, from, bytes);
+            } else {
+                ompi_op_reduce(op, (void *) from, result, count, dtype);
+            }
+        }
+    }
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    __atomic_store_n(&h->reduce_done, c + 1, __ATOMIC_RELEASE);
+    return (OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
+}
+
 int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
                         struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
                         mca_coll_base_module_t *module)
@@ -214,6 +283,10 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
         return OMPI_SUCCESS;
     }
     own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
+    if (m->small_size > 0 && (size_t) count * esize <= MCA_COLL_OFI_SMALL_BYTES) {
+        return mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
+                                         (size_t) count * esize);
+    }
     return mca_coll_ofi_reduce_run(m, own, (char *) rbuf, (size_t) count, dtype, op, root, esize);
 }
 
@@ -279,7 +352,9 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
         ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result, count,
                        dtype);
     }
-    return mca_coll_ofi_complete(m);
+    /* our flag puts are left in flight, as in the ring broadcast: the
+     * peers wait for them, we need not */
+    return (OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
 }
 
 int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,

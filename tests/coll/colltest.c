@@ -5,7 +5,7 @@
  * every op valid for them, MPI_IN_PLACE, a non-commutative user op
  * (2x2 integer matrix product) whose result depends on rank order,
  * derived communicators, 1,000 back-to-back calls, 600 small broadcasts
- * streamed while one rank lags, and collectives
+ * and 600 small reductions streamed while one rank lags, and collectives
  * interleaved with point-to-point and one-sided traffic.
  *
  * Any difference prints "FAIL: ..." naming the test, communicator, rank,
@@ -612,6 +612,19 @@ static void suite_stream(MPI_Comm comm, const char *cname)
             nanosleep(&lag, NULL);
         }
         test_bcast(comm, cname, (size_t) ((i * 53) % 1024) + 1, (i / 37) % size, i);
+    }
+    /* small reductions the same way: a rank that is not the root puts its
+     * contribution and goes on, up to a few calls ahead of the root, which
+     * must not overwrite what the root has not read yet (sum of ints, 1 to
+     * 256 elements: up to 1 KiB; every third one in place) */
+    for (int i = 0; i < 600; ++i) {
+        const int root = (i / 37) % size;
+        if (rank == size - 1 && i % 37 == 0 && root != size - 1) {
+            struct timespec lag = {0, 20 * 1000 * 1000};
+            nanosleep(&lag, NULL);
+        }
+        test_reduction(comm, cname, &types[0], &ops[O_SUM], (size_t) ((i * 53) % 256) + 1, root,
+                       i % 5 == 4, i % 3 == 0, i);
     }
 }
 
