@@ -178,6 +178,9 @@ int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t rem
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
+/* End a collective without waiting for its own flag puts; report an
+ * earlier failure. */
+int mca_coll_ofi_leave(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
 /* Write VALUE at REMOTE_OFF of PEER's block (as mca_coll_ofi_signal). */

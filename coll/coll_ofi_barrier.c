@@ -49,7 +49,5 @@ int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
             return rc;
         }
     }
-    /* our last flag is left in flight: its reader waits for it, we need
-     * not (the next signal completes it before reusing its source) */
-    return (OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
+    return mca_coll_ofi_leave(m);
 }

@@ -98,13 +98,9 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
             return rc;
         }
     }
-    /* The flag puts are left in flight: the children wait for them, not
-     * we. Their source (our src slot per child) is rewritten only after
-     * the next call's flush, which completes them; an earlier failure is
-     * reported here or by that completion, and the module's release
-     * completes what is left. */
-    if (OPAL_UNLIKELY(OMPI_SUCCESS != m->op_status)) {
-        return mca_coll_ofi_complete(m);
+    rc = mca_coll_ofi_leave(m); /* the flag puts stay in flight */
+    if (OMPI_SUCCESS != rc) {
+        return rc;
     }
     if (t.parent >= 0) {
         memcpy(buf, data, bytes);

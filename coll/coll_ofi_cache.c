@@ -425,6 +425,15 @@ int mca_coll_ofi_complete(mca_coll_ofi_module_t *m)
     return OMPI_SUCCESS;
 }
 
+/* The end of a collective that leaves its own flag puts in flight: their
+ * readers wait for them, we need not (the next signal completes them
+ * before it reuses their source word, the module's release completes the
+ * rest). Only a failure seen meanwhile makes us wait, to report it. */
+int mca_coll_ofi_leave(mca_coll_ofi_module_t *m)
+{
+    return OPAL_LIKELY(OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
+}
+
 /* Make everything put to PEER so far visible there. */
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer)
 {

@@ -258,7 +258,7 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
         return rc;
     }
     __atomic_store_n(&h->reduce_done, c + 1, __ATOMIC_RELEASE);
-    return (OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
+    return mca_coll_ofi_leave(m);
 }
 
 int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
@@ -352,9 +352,7 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
         ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result, count,
                        dtype);
     }
-    /* our flag puts are left in flight, as in the ring broadcast: the
-     * peers wait for them, we need not */
-    return (OMPI_SUCCESS == m->op_status) ? OMPI_SUCCESS : mca_coll_ofi_complete(m);
+    return mca_coll_ofi_leave(m);
 }
 
 int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
