@@ -17,7 +17,17 @@
  * ranks x N elements, each rank's values once each and in the order it
  * appended them. A lost or doubled link fails, naming the element.
  *
- *   mpirun -np N tests/bin/llist [elements per rank]   (default 200)
+ * Mode `each' attaches every element on its own, as it is appended, the
+ * way list and tree codes grow a dynamic window: each on its own page,
+ * below the ones before, so every attach inserts in front of the owner's
+ * region table and moves all of it. After each append the rank walks the
+ * whole list, so other ranks look addresses up in that table while it
+ * moves. A lookup that reads the table unprotected misses a region
+ * attached long before (MPI_ERR_RMA_RANGE: osc/rdma 4.1.4 on one node,
+ * osc-rdma/patches/0003). osc/rdma allows osc_rdma_max_attach (64)
+ * regions per rank, so N is at most 63 there (default 40).
+ *
+ *   mpirun -np N tests/bin/llist [elements per rank] [each]   (default 200)
  */
 #include "common.h"
 
@@ -44,11 +54,36 @@ static MPI_Aint next_disp(uint64_t p)
     return LLIST_DISP(p) + (MPI_Aint) offsetof(llist_elem_t, next);
 }
 
+/* Follow the list from the head to its end through the window (each
+ * element's `next' read with a get); returns the number of elements. */
+static long llist_walk(uint64_t head, long limit)
+{
+    long count = 0;
+    uint64_t p = head;
+    for (;;) {
+        uint64_t next = 0;
+        int owner = LLIST_RANK(p);
+        CHECK(owner >= 0 && owner < tc_size, "element %ld of the list names rank %d", count, owner);
+        MPI_CHECK(MPI_Get(&next, 1, MPI_UINT64_T, owner, next_disp(p), 1, MPI_UINT64_T, win));
+        MPI_CHECK(MPI_Win_flush(owner, win));
+        if (0 == next) {
+            return count;
+        }
+        CHECK(++count <= limit, "the list is longer than %ld elements (a cycle?)", limit);
+        p = next;
+    }
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "llist");
-    long n = argc > 1 ? atol(argv[1]) : 200;
-    CHECK(n > 0 && n < (1L << 20), "elements per rank: 1 .. 2^20");
+    int each = argc > 2 && 0 == strcmp(argv[2], "each");
+    long n = argc > 1 ? atol(argv[1]) : (each ? 40 : 200);
+    CHECK(n > 0 && n < (each ? 64 : (1L << 20)), "elements per rank: 1 .. %s",
+          each ? "63 (osc_rdma_max_attach)" : "2^20");
+    const size_t page = 4096;
+    /* stride between elements: one page each in mode each */
+    const size_t stride = each ? page : sizeof(llist_elem_t);
     if (!tc_dynamic_windows()) {
         tc_say("llist: dynamic windows left out (BTL_OFI_NO_DYNAMIC=1): not run");
         tc_finish();
@@ -56,12 +91,20 @@ int main(int argc, char **argv)
     }
 
     MPI_CHECK(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));
-    llist_elem_t *mine = NULL;
-    MPI_CHECK(MPI_Alloc_mem((MPI_Aint) ((n + 1) * sizeof(llist_elem_t)), MPI_INFO_NULL, &mine));
-    memset(mine, 0, (size_t) (n + 1) * sizeof(llist_elem_t));
+    char *arena = NULL;
+    MPI_CHECK(MPI_Alloc_mem((MPI_Aint) ((size_t) (n + 2) * stride), MPI_INFO_NULL, &arena));
+    memset(arena, 0, (size_t) (n + 2) * stride);
+    /* element i; mode each: page-aligned, element n + 1 - i lowest, so
+     * that every element is attached below (in front of) the earlier ones */
+    char *base = each ? (char *) (((uintptr_t) arena + page - 1) & ~(uintptr_t) (page - 1)) : arena;
+#define ELEM(i) ((llist_elem_t *) (base + (size_t) (each ? n - (i) : (i)) * stride))
     /* rank 0's element 0 is the head (no value); the others' stays unused */
-    MPI_CHECK(MPI_Win_attach(win, mine, (MPI_Aint) ((n + 1) * sizeof(llist_elem_t))));
-    uint64_t head = 0 == tc_rank ? ptr_of(0, &mine[0]) : 0;
+    if (each) {
+        MPI_CHECK(MPI_Win_attach(win, ELEM(0), (MPI_Aint) sizeof(llist_elem_t)));
+    } else {
+        MPI_CHECK(MPI_Win_attach(win, arena, (MPI_Aint) ((n + 1) * sizeof(llist_elem_t))));
+    }
+    uint64_t head = 0 == tc_rank ? ptr_of(0, ELEM(0)) : 0;
     MPI_CHECK(MPI_Bcast(&head, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
 
     tc_counters_t before, after;
@@ -70,10 +113,14 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Win_lock_all(0, win));
     uint64_t tail = head;
     long lost_races = 0;
+    long walked = 0;
     for (long i = 1; i <= n; ++i) {
-        llist_elem_t *e = &mine[i];
+        llist_elem_t *e = ELEM(i);
         e->value = (int64_t) tc_rank * n + i;
         e->next = 0;
+        if (each) {
+            MPI_CHECK(MPI_Win_attach(win, e, (MPI_Aint) sizeof(*e)));
+        }
         MPI_CHECK(MPI_Win_sync(win));
         uint64_t me = ptr_of(tc_rank, e);
         for (;;) {
@@ -98,6 +145,13 @@ int main(int argc, char **argv)
                 tail = old; /* one more hop, without a failing swap */
             }
         }
+        if (each) {
+            /* every element so far, looked up in its owner's table while
+             * the other ranks attach theirs */
+            long count = llist_walk(head, (long) tc_size * n);
+            CHECK(count >= i, "the list holds %ld elements after this rank's %ld appends", count, i);
+            walked += count;
+        }
     }
     MPI_CHECK(MPI_Win_unlock_all(win));
     tc_counters_read(&after);
@@ -110,7 +164,7 @@ int main(int argc, char **argv)
         long count = 0, *seen = calloc((size_t) tc_size, sizeof(long));
         CHECK(NULL != seen, "calloc");
         MPI_CHECK(MPI_Win_lock_all(0, win));
-        uint64_t p = mine[0].next;
+        uint64_t p = ELEM(0)->next;
         while (0 != p) {
             llist_elem_t e;
             int owner = LLIST_RANK(p);
@@ -134,16 +188,23 @@ int main(int argc, char **argv)
         CHECK(count == (long) tc_size * n, "the list has %ld elements, expected %ld", count,
               (long) tc_size * n);
         free(seen);
-        tc_say("llist: %d ranks x %ld appends, list of %ld elements exact, %ld races lost and "
-               "followed (%.2fs)",
-               tc_size, n, count, races, tc_now() - t0);
+        tc_say("llist: %d ranks x %ld appends%s, list of %ld elements exact, %ld races lost and "
+               "followed, %ld elements walked by rank 0 while appending (%.2fs)",
+               tc_size, n, each ? " (each element attached on its own)" : "", count, races,
+               walked, tc_now() - t0);
     }
     tc_expect_t exp = {{0}, (unsigned long long) n};
     tc_counters_expect("llist", &before, &after, &exp, 1);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Win_detach(win, mine));
+    if (each) {
+        for (long i = 0; i <= n; ++i) {
+            MPI_CHECK(MPI_Win_detach(win, ELEM(i)));
+        }
+    } else {
+        MPI_CHECK(MPI_Win_detach(win, arena));
+    }
     MPI_CHECK(MPI_Win_free(&win));
-    MPI_CHECK(MPI_Free_mem(mine));
+    MPI_CHECK(MPI_Free_mem(arena));
     tc_finish();
     return 0;
 }

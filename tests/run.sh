@@ -241,26 +241,33 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-run_mpi_test() { # prov np test [emulated]
-    local prov=$1 np=$2 t=$3 emu=${4:-}
-    local label="$prov np=$np $t${emu:+ (puts and gets as messages)}"
-    local log=$logdir/$t-${prov//;/+}-np$np${emu:+-emu}.log
+run_mpi_test() { # prov np test [emulated | each]
+    local prov=$1 np=$2 t=$3 mode=${4:-} emu=
+    local label="$prov np=$np $t" log=$logdir/$t-${prov//;/+}-np$np${mode:+-$mode}.log
     local t0=$SECONDS rc
-    local -a extra=()
-    # btl_ofi_emulate_rma 1: the message path udp;ofi_rxd takes by default,
-    # on a provider where it is not the default; verbose 5 says it was taken
-    [[ -n $emu ]] && extra=(--mca btl_ofi_emulate_rma 1 --mca btl_ofi_verbose 5)
+    local -a extra=() args=()
+    # emulated: btl_ofi_emulate_rma 1, the message path udp;ofi_rxd takes by
+    # default, on a provider where it is not the default; verbose 5 says it
+    # was taken. each: llist attaches every element on its own while the
+    # other ranks walk the list (osc-rdma/patches/0003)
+    case $mode in
+    emulated)
+        emu=1 label+=" (puts and gets as messages)"
+        extra=(--mca btl_ofi_emulate_rma 1 --mca btl_ofi_verbose 5)
+        ;;
+    each) label+=" (each element attached on its own)" args=(40 each) ;;
+    esac
     if [[ ! -x $bindir/$t ]]; then
         fail "$label" 0 "tests/bin/$t was not compiled"
         return
     fi
     {
         echo "\$ BTL_OFI_EXPECT_PROVIDER='$prov' timeout $test_timeout scripts/ofirun -np $np" \
-            "--mca btl_ofi_provider_include '$prov' ${extra[*]} tests/bin/$t"
+            "--mca btl_ofi_provider_include '$prov' ${extra[*]} tests/bin/$t ${args[*]}"
     } >"$log"
     BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 15 "$test_timeout" \
         "$ofirun" -np "$np" --mca btl_ofi_provider_include "$prov" "${extra[@]}" "$bindir/$t" \
-        </dev/null >>"$log" 2>&1
+        "${args[@]}" </dev/null >>"$log" 2>&1
     rc=$?
     local secs=$((SECONDS - t0))
     if ((rc == 124 || rc == 137)); then
@@ -304,6 +311,10 @@ if ((any_mpi)); then
                 run_mpi_test "$prov" "$np" "$t"
             done
         done
+        # a dynamic window whose region tables move while the others look
+        # addresses up in them (osc/rdma without patch 0003: MPI_ERR_RMA_RANGE,
+        # a get with another region's key, or a hang on shm)
+        wanted llist && run_mpi_test "$prov" 4 llist each
         # the message path of puts and gets, forced where it is not the
         # default (udp;ofi_rxd runs it above): larger pieces than rxd's
         if [[ $prov != "udp;ofi_rxd" ]]; then
