@@ -41,12 +41,15 @@ typedef struct mca_btl_ofi_completion_t {
     volatile int32_t parts_left;
     int parts_status;
     /* with several rails (module->track): a put or get on its context's
-     * `tracked' list while in flight (parked_* then describe it), and the
-     * peer's registration, whose key on another rail it needs if it must
-     * be sent again there */
+     * `tracked' list while in flight (parked_* then describe it), and a
+     * copy of the peer's registration, whose key on another rail it needs
+     * if it must be sent again there. A copy: the caller's handle need
+     * not outlive the call (osc/rdma passes a pointer into its cache of a
+     * peer's regions, which its next lookup may reallocate) */
     opal_list_item_t track_item;
     bool tracked;
-    mca_btl_base_registration_handle_t *remote_handle;
+    mca_btl_base_registration_handle_t *remote_handle; /* valid during the call */
+    mca_btl_base_registration_handle_t remote_copy;
     /* an emulated put or get (module->rma_emulated): bytes no response
      * covers yet, under the module lock; parked_size is the whole size and
      * parts_status the first error a response reported */

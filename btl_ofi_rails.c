@@ -660,11 +660,12 @@ static int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         if (OPAL_LIKELY(NULL != comp)) {
             mca_btl_ofi_completion_fill(comp, old->btl, context, to, old->local_address, NULL,
                                         old->cbfunc, old->cbcontext, old->cbdata);
-            comp->remote_handle = old->remote_handle;
+            comp->remote_copy = old->remote_copy;
+            comp->remote_handle = &comp->remote_copy;
             mca_btl_ofi_inflight(context, to, 1);
             MCA_BTL_OFI_LOCK(&context->lock);
             rc = mca_btl_ofi_rma_start(context, comp, old->parked_kind, old->parked_size,
-                                       old->parked_raddr, mca_btl_ofi_rkey(to, old->remote_handle));
+                                       old->parked_raddr, mca_btl_ofi_rkey(to, &old->remote_copy));
             MCA_BTL_OFI_UNLOCK(&context->lock);
         }
         /* the old one is done with as far as flush and the peer's stall

@@ -170,6 +170,7 @@ mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *
         comp->parked_size = size;
         comp->parked_raddr = raddr;
         comp->parked_key = key;
+        comp->remote_copy = *comp->remote_handle;
         comp->tracked = true;
         opal_list_append(&context->tracked, &comp->track_item);
     }
