@@ -410,29 +410,41 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     (void) btl;
     (void) endpoint;
 
+    /* At least one pass even with nothing of ours in flight: osc/rdma
+     * calls this on every MPI_Win_flush, also when all it did completed
+     * in this process (accumulates and gets on its own window, done with
+     * the CPU), and it is then the only call into the btl. With manual
+     * progress a message posted earlier (a barrier's release, say) leaves
+     * only when the provider is driven, so a rank spinning on such calls
+     * would hold its peers forever (MPICH's linked_list_bench on sockets
+     * did: its ranks waited in a barrier rank 0 had left). */
     if (OPAL_LIKELY(NULL != only)) {
         /* one module with one context: it alone holds what we wait for.
          * The peers are looked at every MCA_BTL_OFI_CHECK_CALLS passes, as the progress
          * callback does: a flush waiting on a lost peer must learn of it */
-        for (uint32_t pass = 1; only->outstanding > 0; ++pass) {
+        uint32_t pass = 1;
+
+        do {
             if (OPAL_UNLIKELY(0 == pass % MCA_BTL_OFI_CHECK_CALLS)) {
                 mca_btl_ofi_flush_wait(mca_btl_ofi_progress_all(true));
             } else {
                 mca_btl_ofi_flush_wait(mca_btl_ofi_context_progress(only));
             }
-        }
+            ++pass;
+        } while (only->outstanding > 0);
         return OPAL_SUCCESS;
     }
     /* every rail is progressed: parts of a transfer split over the rails
      * complete on theirs, and the whole only then. Every rail's
      * operations are waited for, not only BTL's: those of a peer whose
-     * link on this rail failed take another rail (a detour) */
+     * link on this rail failed take another rail (a detour). opal_progress
+     * alone: it calls our progress callback (every rail) and yields only
+     * when nothing anywhere progressed */
+    opal_progress();
     for (int r = 0; r < mca_btl_ofi_component.num_modules; ++r) {
         mca_btl_ofi_module_t *rail = mca_btl_ofi_component.modules[r];
 
         while (NULL != rail && mca_btl_ofi_rma_outstanding(rail) > 0) {
-            /* opal_progress alone: it calls our progress callback (every
-             * rail) and yields only when nothing anywhere progressed */
             opal_progress();
         }
     }
