@@ -125,11 +125,12 @@ static inline void mca_btl_ofi_send_inflight(mca_btl_ofi_context_t *context,
     mca_btl_ofi_add64(n > 0 ? &endpoint->posted : &endpoint->completed, n > 0 ? n : -n);
 }
 
-/** Operations of any kind in flight on a context (the transmit queue's
- * occupancy). */
+/** Operations of any kind in flight on a context that hold a place in
+ * the provider's transmit queue: puts and gets carried as messages do
+ * not (their messages do, counted as sends). */
 static inline int64_t mca_btl_ofi_tx_busy(const mca_btl_ofi_context_t *context)
 {
-    return context->outstanding + context->sends_outstanding;
+    return context->outstanding - context->emulated + context->sends_outstanding;
 }
 
 /* Provider defects we work around, found by testing libfabric 1.17. */

@@ -63,6 +63,7 @@ static void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_co
     if (!done) {
         return;
     }
+    mca_btl_ofi_add64(&comp->context->emulated, -1);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != comp->parts_status)) {
         /* this may run on the put's or get's own path (a piece that could
          * not be sent), which never stops the job itself: the next
@@ -203,6 +204,11 @@ void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t
      * complete it before */
     comp->emu_left = size + 1;
     comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
+    /* in flight, but out of the transmit queue's count: a context with as
+     * many of these as its queue has places must still send their
+     * requests (udp;ofi_rxd, 1200 gets of 128 KiB before one fence: the
+     * requests waited behind the gets they were for, for ever) */
+    mca_btl_ofi_add64(&context->emulated, 1);
     if (size > 0) {
         MCA_BTL_OFI_LOCK(&module->lock);
         opal_list_append(&endpoint->emu.waiting, &comp->track_item);

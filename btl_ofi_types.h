@@ -151,6 +151,10 @@ typedef struct mca_btl_ofi_context_t {
      * udp;ofi_rxd may never complete one whose data arrived) */
     volatile int64_t outstanding;
     volatile int64_t sends_outstanding;
+    /* of `outstanding', the puts and gets carried as messages: they hold
+     * no place in the transmit queue (their messages do, as sends), and
+     * must not keep their own messages out of it (atomic) */
+    volatile int64_t emulated;
     /* something may wait on pending, repost, sendq, rdmaq or deferred
      * (below): set, under the lock, by whoever parks it there; cleared by
      * progress once it finds all five empty. One test instead of five per

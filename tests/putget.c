@@ -9,6 +9,17 @@
  * For MPI_Win_create and dynamic windows every transfer must cross our
  * btl/ofi: the btl_ofi_{put,get}_{count,bytes} counters of each rank must
  * grow by at least what that rank issued.
+ *
+ * Then, on MPI_Win_create, MANY puts and then MANY gets of MANY_SIZE bytes
+ * each are issued before one flush: more than any provider's transmit
+ * queue holds here (udp;ofi_rxd's 1024, the largest 2048), so the btl must
+ * keep the excess back and still complete all of it. And MANY_BIG gets of
+ * MANY_BIG_SIZE bytes each, all of one region, each into its own slot,
+ * before one flush: more than udp;ofi_rxd's queue holds, each larger than
+ * the 32 pieces a get carried as messages may have in flight. Those gets
+ * once held the requests for their later pieces out of a queue they
+ * filled themselves, and the job hung (MPICH's manyget: 1200 gets of 128
+ * KiB before a fence).
  */
 #include "common.h"
 
@@ -124,6 +135,75 @@ static void check_fill(const char *what, const unsigned char *p, size_t n, unsig
                   i, p[i], v);
         }
     }
+}
+
+#define MANY 4000
+#define MANY_SIZE 200 /* MANY x MANY_SIZE fits in the window */
+#define MANY_BIG 1100
+#define MANY_BIG_SIZE (64 * 1024)
+
+/* MANY puts to the right neighbour, one flush; MANY gets from the left
+ * one, one flush; every byte checked (tc_fill's pattern per slot). */
+static void run_many(window_t *w, unsigned char *obuf, unsigned char *gbuf, unsigned round)
+{
+    const int right = (tc_rank + 1) % tc_size;
+    const int left = (tc_rank + tc_size - 1) % tc_size;
+    char what[96];
+
+    for (int i = 0; i < MANY; ++i) {
+        tc_fill(obuf + (size_t) i * MANY_SIZE, tc_rank, MANY_SIZE, round + (unsigned) i);
+    }
+    memset(w->base, FILL_WIN, (size_t) MANY * MANY_SIZE);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w->win));
+    for (int i = 0; i < MANY; ++i) {
+        MPI_CHECK(MPI_Put(obuf + (size_t) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, right,
+                          (MPI_Aint) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, w->win));
+    }
+    MPI_CHECK(MPI_Win_unlock(right, w->win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < MANY; ++i) {
+        snprintf(what, sizeof(what), "%d puts before one flush: put %d (from rank %d)", MANY, i,
+                 left);
+        tc_verify(what, w->base + (size_t) i * MANY_SIZE, left, MANY_SIZE, round + (unsigned) i);
+    }
+
+    /* the window now holds the left neighbour's pattern: read it back */
+    memset(gbuf, FILL_GET, (size_t) MANY * MANY_SIZE);
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, w->win));
+    for (int i = 0; i < MANY; ++i) {
+        MPI_CHECK(MPI_Get(gbuf + (size_t) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, left,
+                          (MPI_Aint) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, w->win));
+    }
+    MPI_CHECK(MPI_Win_unlock(left, w->win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < MANY; ++i) {
+        snprintf(what, sizeof(what), "%d gets before one flush: get %d (of rank %d's window)",
+                 MANY, i, left);
+        /* rank left's window holds what ITS left neighbour put */
+        tc_verify(what, gbuf + (size_t) i * MANY_SIZE, (left + tc_size - 1) % tc_size,
+                  MANY_SIZE, round + (unsigned) i);
+    }
+
+    /* MANY_BIG large gets of the same region of the left neighbour */
+    unsigned char *slots = malloc((size_t) MANY_BIG * MANY_BIG_SIZE);
+    CHECK(NULL != slots, "malloc of %zu bytes", (size_t) MANY_BIG * MANY_BIG_SIZE);
+    tc_fill(w->base, tc_rank, MANY_BIG_SIZE, round + MANY);
+    memset(slots, FILL_GET, (size_t) MANY_BIG * MANY_BIG_SIZE);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, w->win));
+    for (int i = 0; i < MANY_BIG; ++i) {
+        MPI_CHECK(MPI_Get(slots + (size_t) i * MANY_BIG_SIZE, MANY_BIG_SIZE, MPI_BYTE, left, 0,
+                          MANY_BIG_SIZE, MPI_BYTE, w->win));
+    }
+    MPI_CHECK(MPI_Win_unlock(left, w->win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < MANY_BIG; ++i) {
+        snprintf(what, sizeof(what), "%d gets of %d bytes before one flush: get %d (of rank %d)",
+                 MANY_BIG, MANY_BIG_SIZE, i, left);
+        tc_verify(what, slots + (size_t) i * MANY_BIG_SIZE, left, MANY_BIG_SIZE, round + MANY);
+    }
+    free(slots);
 }
 
 static void run_case(window_t *w, int kind, int sync, unsigned char *obuf, unsigned char *gbuf,
@@ -244,6 +324,22 @@ int main(int argc, char **argv)
                    kind_names[kind], sync_names[sync], exp.min[TC_PUT_COUNT],
                    exp.min[TC_GET_COUNT], exp.min[TC_PUT_BYTES], exp.min[TC_GET_BYTES],
                    tc_now() - t0);
+        }
+        if (WIN_CREATE == kind) {
+            tc_counters_t before, after;
+            tc_expect_t exp;
+            memset(&exp, 0, sizeof(exp));
+            exp.min[TC_PUT_COUNT] = MANY;
+            exp.min[TC_GET_COUNT] = MANY + MANY_BIG;
+            double t0 = tc_now();
+            tc_counters_read(&before);
+            run_many(&w, obuf, gbuf, round);
+            round += MANY + 1;
+            tc_counters_read(&after);
+            tc_counters_expect("win_create/many", &before, &after, &exp, 1);
+            tc_say("putget win_create: %d puts, then %d gets, of %d bytes before one flush each, "
+                   "and %d gets of %d bytes before one flush, verified (%.2fs)",
+                   MANY, MANY, MANY_SIZE, MANY_BIG, MANY_BIG_SIZE, tc_now() - t0);
         }
         window_free(&w, kind);
     }
