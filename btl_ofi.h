@@ -125,12 +125,19 @@ static inline void mca_btl_ofi_send_inflight(mca_btl_ofi_context_t *context,
     mca_btl_ofi_add64(n > 0 ? &endpoint->posted : &endpoint->completed, n > 0 ? n : -n);
 }
 
-/** Operations of any kind in flight on a context that hold a place in
- * the provider's transmit queue: puts and gets carried as messages do
- * not (their messages do, counted as sends). */
+/** Operations of any kind in flight on a context: what a new operation
+ * is admitted against, and what closing waits for. */
 static inline int64_t mca_btl_ofi_tx_busy(const mca_btl_ofi_context_t *context)
 {
-    return context->outstanding - context->emulated + context->sends_outstanding;
+    return context->outstanding + context->sends_outstanding;
+}
+
+/** The places of the provider's transmit queue in use: puts and gets
+ * carried as messages hold none (their messages do, counted as sends),
+ * so they must not keep their own messages out of the queue. */
+static inline int64_t mca_btl_ofi_tx_queued(const mca_btl_ofi_context_t *context)
+{
+    return mca_btl_ofi_tx_busy(context) - context->emulated;
 }
 
 /* Provider defects we work around, found by testing libfabric 1.17. */

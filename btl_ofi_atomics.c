@@ -238,7 +238,7 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rma_start(context, comp, kind, 0,
                                mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                               mca_btl_ofi_rkey(endpoint, remote_handle));
+                               mca_btl_ofi_rkey(endpoint, remote_handle), remote_handle);
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, mca_btl_ofi_rma_call(kind));

@@ -23,7 +23,6 @@ static void mca_btl_ofi_completion_construct(mca_btl_ofi_completion_t *comp)
     comp->cbfunc = NULL;
     OBJ_CONSTRUCT(&comp->track_item, opal_list_item_t);
     comp->tracked = false;
-    comp->remote_handle = NULL;
 }
 
 static void mca_btl_ofi_completion_destruct(mca_btl_ofi_completion_t *comp)

@@ -48,7 +48,6 @@ typedef struct mca_btl_ofi_completion_t {
      * peer's regions, which its next lookup may reallocate) */
     opal_list_item_t track_item;
     bool tracked;
-    mca_btl_base_registration_handle_t *remote_handle; /* valid during the call */
     mca_btl_base_registration_handle_t remote_copy;
     /* an emulated put or get (module->rma_emulated): bytes no response
      * covers yet, under the module lock; parked_size is the whole size and

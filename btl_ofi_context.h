@@ -41,12 +41,9 @@ static inline mca_btl_ofi_context_t *mca_btl_ofi_context_get(mca_btl_ofi_module_
  * completion callbacks, failover or fatal-error code from inside itself. */
 static inline bool mca_btl_ofi_context_has_room(mca_btl_ofi_context_t *context)
 {
-    /* every operation in flight, those carried as messages included: a
-     * new one waits while the context has as many as its queue has places
-     * (messages, which those need to complete, are posted against the
-     * queue's own occupancy, mca_btl_ofi_tx_busy) */
-    return OPAL_LIKELY(context->outstanding + context->sends_outstanding
-                       < context->module->tx_limit);
+    /* those carried as messages included (their messages are posted
+     * against the queue's own occupancy, mca_btl_ofi_tx_queued) */
+    return OPAL_LIKELY(mca_btl_ofi_tx_busy(context) < context->module->tx_limit);
 }
 
 /* Let the provider move data without taking any completion: a zero-count

@@ -151,7 +151,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
 
     /* no progress from here (unlike mca_btl_ofi_context_has_room): the lock
      * is held, and progress itself calls this to empty the queue */
-    if (OPAL_UNLIKELY(mca_btl_ofi_tx_busy(context) >= context->module->tx_limit)) {
+    if (OPAL_UNLIKELY(mca_btl_ofi_tx_queued(context) >= context->module->tx_limit)) {
         return -FI_EAGAIN;
     }
     rc = mca_btl_ofi_frag_fi_send(context, frag, len);

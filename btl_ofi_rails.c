@@ -440,7 +440,6 @@ static void mca_btl_ofi_split_post(mca_btl_ofi_part_t *parts, int n, int kind,
         mca_btl_ofi_part_t *p = parts + i;
         ssize_t rc;
 
-        p->comp->remote_handle = remote_handle;
         mca_btl_ofi_inflight(p->ctx, p->ep, 1);
         if (OPAL_UNLIKELY(p->rail->rma_emulated)) {
             mca_btl_ofi_rma_emulate(p->rail, p->ctx, p->comp, kind, p->len, remote_address + p->off,
@@ -451,7 +450,7 @@ static void mca_btl_ofi_split_post(mca_btl_ofi_part_t *parts, int n, int kind,
         rc = mca_btl_ofi_rma_start(
             p->ctx, p->comp, kind, p->len,
             mca_btl_ofi_remote_addr(p->rail, remote_address + p->off, remote_handle),
-            mca_btl_ofi_rkey(p->ep, remote_handle));
+            mca_btl_ofi_rkey(p->ep, remote_handle), remote_handle);
         MCA_BTL_OFI_UNLOCK(&p->ctx->lock);
         if (OPAL_UNLIKELY(0 != rc)) {
             (void) mca_btl_ofi_post_refused(p->rail, p->ep, mca_btl_ofi_rma_call(kind), rc);
@@ -660,12 +659,11 @@ static int mca_btl_ofi_rdma_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endpo
         if (OPAL_LIKELY(NULL != comp)) {
             mca_btl_ofi_completion_fill(comp, old->btl, context, to, old->local_address, NULL,
                                         old->cbfunc, old->cbcontext, old->cbdata);
-            comp->remote_copy = old->remote_copy;
-            comp->remote_handle = &comp->remote_copy;
             mca_btl_ofi_inflight(context, to, 1);
             MCA_BTL_OFI_LOCK(&context->lock);
             rc = mca_btl_ofi_rma_start(context, comp, old->parked_kind, old->parked_size,
-                                       old->parked_raddr, mca_btl_ofi_rkey(to, &old->remote_copy));
+                                       old->parked_raddr, mca_btl_ofi_rkey(to, &old->remote_copy),
+                                       &old->remote_copy);
             MCA_BTL_OFI_UNLOCK(&context->lock);
         }
         /* the old one is done with as far as flush and the peer's stall

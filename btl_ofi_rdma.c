@@ -88,7 +88,6 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    comp->remote_handle = remote_handle;
 
     mca_btl_ofi_inflight(context, endpoint, 1);
     if (OPAL_UNLIKELY(module->rma_emulated)) {
@@ -98,7 +97,7 @@ static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     MCA_BTL_OFI_LOCK(&context->lock);
     rc = mca_btl_ofi_rma_start(context, comp, kind, size,
                                mca_btl_ofi_remote_addr(module, remote_address, remote_handle),
-                               mca_btl_ofi_rkey(endpoint, remote_handle));
+                               mca_btl_ofi_rkey(endpoint, remote_handle), remote_handle);
     MCA_BTL_OFI_UNLOCK(&context->lock);
 
     return mca_btl_ofi_post_result(context, comp, rc, mca_btl_ofi_rma_call(kind));

@@ -147,7 +147,8 @@ mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *c
  * operations, and there may be none left. The lock is held. */
 static inline __opal_attribute_always_inline__ ssize_t
 mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp, int kind,
-                      size_t size, uint64_t raddr, uint64_t key)
+                      size_t size, uint64_t raddr, uint64_t key,
+                      const mca_btl_base_registration_handle_t *remote_handle)
 {
     ssize_t rc = -FI_EAGAIN;
 
@@ -170,7 +171,7 @@ mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *
         comp->parked_size = size;
         comp->parked_raddr = raddr;
         comp->parked_key = key;
-        comp->remote_copy = *comp->remote_handle;
+        comp->remote_copy = *remote_handle;
         comp->tracked = true;
         opal_list_append(&context->tracked, &comp->track_item);
     }

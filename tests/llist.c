@@ -22,9 +22,11 @@
  * below the ones before, so every attach inserts in front of the owner's
  * region table and moves all of it. After each append the rank walks the
  * whole list, so other ranks look addresses up in that table while it
- * moves. A lookup that reads the table unprotected misses a region
- * attached long before (MPI_ERR_RMA_RANGE: osc/rdma 4.1.4 on one node,
- * osc-rdma/patches/0003). osc/rdma allows osc_rdma_max_attach (64)
+ * moves. On one node osc/rdma 4.1.4 searched that table unprotected and
+ * kept a pointer into it (osc-rdma/patches/0003): a region attached long
+ * before was missed (MPI_ERR_RMA_RANGE) or a get went out with another
+ * region's key (refused on sockets, never answered on shm: a hang, which
+ * the harness's timeout fails). osc/rdma allows osc_rdma_max_attach (64)
  * regions per rank, so N is at most 63 there (default 40).
  *
  *   mpirun -np N tests/bin/llist [elements per rank] [each]   (default 200)
@@ -94,8 +96,8 @@ int main(int argc, char **argv)
     char *arena = NULL;
     MPI_CHECK(MPI_Alloc_mem((MPI_Aint) ((size_t) (n + 2) * stride), MPI_INFO_NULL, &arena));
     memset(arena, 0, (size_t) (n + 2) * stride);
-    /* element i; mode each: page-aligned, element n + 1 - i lowest, so
-     * that every element is attached below (in front of) the earlier ones */
+    /* element i; mode each: on page n - i of the aligned arena, so that
+     * every element is attached below (in front of) the earlier ones */
     char *base = each ? (char *) (((uintptr_t) arena + page - 1) & ~(uintptr_t) (page - 1)) : arena;
 #define ELEM(i) ((llist_elem_t *) (base + (size_t) (each ? n - (i) : (i)) * stride))
     /* rank 0's element 0 is the head (no value); the others' stays unused */

@@ -142,6 +142,23 @@ static void check_fill(const char *what, const unsigned char *p, size_t n, unsig
 #define MANY_BIG 1100
 #define MANY_BIG_SIZE (64 * 1024)
 
+/* COUNT puts (gets) of SIZE bytes between slot i of LOCAL and TARGET's
+ * window at i x STRIDE, all before the one flush of the unlock. */
+static void burst(window_t *w, int put, int target, unsigned char *local, int count, int size,
+                  MPI_Aint stride)
+{
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, target, 0, w->win));
+    for (int i = 0; i < count; ++i) {
+        unsigned char *slot = local + (size_t) i * (size_t) size;
+        if (put) {
+            MPI_CHECK(MPI_Put(slot, size, MPI_BYTE, target, i * stride, size, MPI_BYTE, w->win));
+        } else {
+            MPI_CHECK(MPI_Get(slot, size, MPI_BYTE, target, i * stride, size, MPI_BYTE, w->win));
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock(target, w->win));
+}
+
 /* MANY puts to the right neighbour, one flush; MANY gets from the left
  * one, one flush; every byte checked (tc_fill's pattern per slot). */
 static void run_many(window_t *w, unsigned char *obuf, unsigned char *gbuf, unsigned round)
@@ -155,12 +172,7 @@ static void run_many(window_t *w, unsigned char *obuf, unsigned char *gbuf, unsi
     }
     memset(w->base, FILL_WIN, (size_t) MANY * MANY_SIZE);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, w->win));
-    for (int i = 0; i < MANY; ++i) {
-        MPI_CHECK(MPI_Put(obuf + (size_t) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, right,
-                          (MPI_Aint) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, w->win));
-    }
-    MPI_CHECK(MPI_Win_unlock(right, w->win));
+    burst(w, 1, right, obuf, MANY, MANY_SIZE, MANY_SIZE);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     for (int i = 0; i < MANY; ++i) {
         snprintf(what, sizeof(what), "%d puts before one flush: put %d (from rank %d)", MANY, i,
@@ -170,12 +182,7 @@ static void run_many(window_t *w, unsigned char *obuf, unsigned char *gbuf, unsi
 
     /* the window now holds the left neighbour's pattern: read it back */
     memset(gbuf, FILL_GET, (size_t) MANY * MANY_SIZE);
-    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, w->win));
-    for (int i = 0; i < MANY; ++i) {
-        MPI_CHECK(MPI_Get(gbuf + (size_t) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, left,
-                          (MPI_Aint) i * MANY_SIZE, MANY_SIZE, MPI_BYTE, w->win));
-    }
-    MPI_CHECK(MPI_Win_unlock(left, w->win));
+    burst(w, 0, left, gbuf, MANY, MANY_SIZE, MANY_SIZE);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     for (int i = 0; i < MANY; ++i) {
         snprintf(what, sizeof(what), "%d gets before one flush: get %d (of rank %d's window)",
@@ -191,12 +198,7 @@ static void run_many(window_t *w, unsigned char *obuf, unsigned char *gbuf, unsi
     tc_fill(w->base, tc_rank, MANY_BIG_SIZE, round + MANY);
     memset(slots, FILL_GET, (size_t) MANY_BIG * MANY_BIG_SIZE);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, left, 0, w->win));
-    for (int i = 0; i < MANY_BIG; ++i) {
-        MPI_CHECK(MPI_Get(slots + (size_t) i * MANY_BIG_SIZE, MANY_BIG_SIZE, MPI_BYTE, left, 0,
-                          MANY_BIG_SIZE, MPI_BYTE, w->win));
-    }
-    MPI_CHECK(MPI_Win_unlock(left, w->win));
+    burst(w, 0, left, slots, MANY_BIG, MANY_BIG_SIZE, 0); /* all of one region */
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     for (int i = 0; i < MANY_BIG; ++i) {
         snprintf(what, sizeof(what), "%d gets of %d bytes before one flush: get %d (of rank %d)",
