@@ -39,6 +39,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->live.probe_wait = 0.0;
     endpoint->live.suspect = false;
     endpoint->live.refused = false;
+    endpoint->live.finalized = false;
     endpoint->live.probed_at = 0.0;
     memset(&endpoint->bare, 0, sizeof(endpoint->bare));
     endpoint->bare.kind = MCA_BTL_OFI_OP_BARE;

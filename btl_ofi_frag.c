@@ -157,7 +157,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
     rc = mca_btl_ofi_frag_fi_send(context, frag, len);
     if (OPAL_LIKELY(0 == rc)) {
         /* under the lock, so its completion cannot be read before this */
-        mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
+        mca_btl_ofi_frag_inflight(context, frag->endpoint, frag, 1);
         context->counters.send_count++;
         context->counters.send_bytes += len;
     }
@@ -196,7 +196,7 @@ int mca_btl_ofi_frag_start(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *
     /* The fragment fails through its callback, as a failed completion
      * would: an error returned here is dropped by some callers (libnbc's
      * rounds), which then wait forever for a message never sent. */
-    mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
+    mca_btl_ofi_frag_inflight(context, frag->endpoint, frag, 1);
     mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     return OPAL_SUCCESS;
 }
@@ -285,7 +285,7 @@ static void mca_btl_ofi_backlog_sends(mca_btl_ofi_context_t *context)
             return;
         }
         (void) mca_btl_ofi_post_refused(context->module, frag->endpoint, "fi_send", rc);
-        mca_btl_ofi_send_inflight(context, frag->endpoint, 1);
+        mca_btl_ofi_frag_inflight(context, frag->endpoint, frag, 1);
         mca_btl_ofi_frag_sent(frag, OPAL_ERROR);
     }
 }
@@ -373,6 +373,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     mca_btl_ofi_module_t *module = frag->home;
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
     uint32_t flags = frag->base.des_flags; /* the callback may free the frag */
+    bool ack = MCA_BTL_OFI_MSG_ACK == frag->hdr->type;
     mca_btl_ofi_frag_t *keep = NULL;
 
     if (OPAL_UNLIKELY(MCA_BTL_OFI_FRAG_PLAIN != frag->state)
@@ -387,7 +388,11 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     } else if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || context->module->closing) {
         opal_free_list_return(&module->frags, &frag->base.super);
     }
-    mca_btl_ofi_send_inflight(context, endpoint, -1);
+    if (OPAL_UNLIKELY(ack)) {
+        mca_btl_ofi_add64(&context->sends_outstanding, -1); /* see mca_btl_ofi_frag_inflight */
+    } else {
+        mca_btl_ofi_send_inflight(context, endpoint, -1);
+    }
 }
 
 /* Hand a pml message to the callback registered for its tag. */
@@ -621,19 +626,42 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
     frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP;
     frag->endpoint = endpoint;
     frag->context = context;
-    mca_btl_ofi_send_inflight(context, endpoint, 1);
+    mca_btl_ofi_frag_inflight(context, endpoint, frag, 1);
     rc = mca_btl_ofi_frag_fi_send(context, frag, len);
     if (OPAL_UNLIKELY(0 != rc)) {
-        mca_btl_ofi_send_inflight(context, endpoint, -1);
+        mca_btl_ofi_frag_inflight(context, endpoint, frag, -1);
         opal_free_list_return(&module->frags, &frag->base.super);
     }
     return rc;
 }
 
+/* An acknowledgement (several rails) is the peer's bookkeeping, not work
+ * of ours: nothing here waits on it. To a peer that finalized it was not
+ * needed (a peer's last messages are acknowledged at our next periodic
+ * check, which may come after it left and closed its connections); to a
+ * live peer on a failing link, that peer keeps its copies and watches
+ * the link itself (its stall probes count messages not acknowledged),
+ * and failover acknowledges again. So its failure names no peer and ends
+ * nothing: said at trace level. True when HDR is one. */
+bool mca_btl_ofi_ack_failed(const mca_btl_ofi_msg_hdr_t *hdr, const mca_btl_ofi_endpoint_t *endpoint,
+                            const char *why)
+{
+    if (MCA_BTL_OFI_MSG_ACK != hdr->type) {
+        return false;
+    }
+    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_TRACE, "an acknowledgement to peer %s failed: %s%s",
+                        NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
+                        why, endpoint->live.finalized ? " (it finalized)" : "");
+    return true;
+}
+
 /* What a refused message means for its caller; reported once. */
 static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
-                                   size_t len, ssize_t rc)
+                                   const void *msg, size_t len, ssize_t rc)
 {
+    if (-FI_EAGAIN != rc && mca_btl_ofi_ack_failed(msg, endpoint, fi_strerror((int) -rc))) {
+        return OPAL_ERROR;
+    }
     return mca_btl_ofi_post_refused(
         context->module, endpoint,
         len <= context->module->inject_size && !context->module->track ? "fi_inject" : "fi_send",
@@ -652,7 +680,7 @@ int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     return OPAL_LIKELY(0 == rc) ? OPAL_SUCCESS
-                                : mca_btl_ofi_msg_refused(context, endpoint, len, rc);
+                                : mca_btl_ofi_msg_refused(context, endpoint, msg, len, rc);
 }
 
 void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
@@ -682,7 +710,7 @@ void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     if (OPAL_UNLIKELY(0 != rc && -FI_EAGAIN != rc)) {
-        (void) mca_btl_ofi_msg_refused(context, endpoint, len, rc);
+        (void) mca_btl_ofi_msg_refused(context, endpoint, msg, len, rc);
     }
 }
 
@@ -730,7 +758,8 @@ void mca_btl_ofi_backlog_msgs(mca_btl_ofi_context_t *context)
     MCA_BTL_OFI_UNLOCK(&context->lock);
     while (NULL != (pending = (mca_btl_ofi_pending_t *) opal_list_remove_first(&done))) {
         if (OPAL_UNLIKELY(0 != pending->rc)) {
-            (void) mca_btl_ofi_msg_refused(context, pending->endpoint, pending->len, pending->rc);
+            (void) mca_btl_ofi_msg_refused(context, pending->endpoint, pending->msg.bytes,
+                                           pending->len, pending->rc);
         }
         OBJ_RELEASE(pending->endpoint);
         OBJ_RELEASE(pending);

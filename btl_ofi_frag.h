@@ -54,6 +54,22 @@ static inline mca_btl_ofi_frag_t *mca_btl_ofi_frag_from_op(void *op_context)
     return (mca_btl_ofi_frag_t *) ((char *) op_context - offsetof(mca_btl_ofi_frag_t, op));
 }
 
+/* Count a fragment posted (N > 0) or complete (N < 0) for ENDPOINT, as
+ * mca_btl_ofi_send_inflight, save that an acknowledgement (several rails)
+ * stays out of the peer's counts: it is the peer's bookkeeping, not work
+ * of ours that waits on it, so that one standing still (a peer that
+ * finalized may never take it) makes no stall for the liveness probes. */
+static inline void mca_btl_ofi_frag_inflight(mca_btl_ofi_context_t *context,
+                                             mca_btl_ofi_endpoint_t *endpoint,
+                                             const mca_btl_ofi_frag_t *frag, int64_t n)
+{
+    if (OPAL_UNLIKELY(MCA_BTL_OFI_MSG_ACK == frag->hdr->type)) {
+        mca_btl_ofi_add64(&context->sends_outstanding, n);
+        return;
+    }
+    mca_btl_ofi_send_inflight(context, endpoint, n);
+}
+
 /* A message that found the transmit queue full, retried from progress. */
 typedef struct mca_btl_ofi_pending_t {
     opal_list_item_t super;
@@ -121,6 +137,11 @@ bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
  * failure is reported here. */
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len, uint64_t *count);
+
+/* True when HDR is an acknowledgement (several rails), whose failure
+ * (WHY) names no peer: said at trace level only. */
+bool mca_btl_ofi_ack_failed(const mca_btl_ofi_msg_hdr_t *hdr,
+                            const struct mca_btl_base_endpoint_t *endpoint, const char *why);
 
 /* Like mca_btl_ofi_msg_inject, but a full queue parks the message on the
  * context to be sent by a later progress call: for replies, which must

@@ -416,14 +416,28 @@ int mca_btl_ofi_probe_now(const struct sockaddr_storage *host, int wait_ms)
     return err;
 }
 
+static bool mca_btl_ofi_live_event(mca_btl_ofi_endpoint_t *endpoint, char *why, size_t why_len);
+
+/* Under the module lock: whether our liveness connection to ENDPOINT's
+ * peer closed without a goodbye now (WHY filled then). */
+static bool mca_btl_ofi_live_closed_now(mca_btl_ofi_endpoint_t *endpoint, char *why, size_t why_len)
+{
+    struct pollfd pfd = {.fd = endpoint->live.fd, .events = POLLIN};
+
+    return pfd.fd >= 0 && 1 == poll(&pfd, 1, 0) && 0 != pfd.revents
+           && mca_btl_ofi_live_event(endpoint, why, why_len);
+}
+
 void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
 {
     char name[INET6_ADDRSTRLEN], why[MCA_BTL_OFI_WHY_LEN];
     double now;
+    bool gone;
     int err;
 
     if (NULL == endpoint || mca_btl_ofi_endpoint_check(module, endpoint) || endpoint->live.checkable
-        || 0 == endpoint->live.host.ss_family || endpoint->lost || endpoint->live.suspect) {
+        || 0 == endpoint->live.host.ss_family || endpoint->lost || endpoint->live.suspect
+        || endpoint->live.finalized) {
         return;
     }
     /* a post that keeps failing (sockets refuses every write to a dead
@@ -445,6 +459,19 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
                  "the process no longer exists (an operation to it failed, and its host %s "
                  "refused our liveness probe)",
                  name);
+        endpoint->dead = true;
+        mca_btl_ofi_endpoint_lost(module, endpoint, why);
+        return;
+    }
+    /* a process being killed closes its connections as it goes, its
+     * listener among the last: a probe may still be accepted while our
+     * liveness connection has already closed without a goodbye (sockets
+     * fails the operation with EIO then, and the report's help message
+     * may hold this process until the runtime ended the job, unnamed) */
+    MCA_BTL_OFI_LOCK(&module->lock);
+    gone = mca_btl_ofi_live_closed_now(endpoint, why, sizeof(why));
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (gone) {
         endpoint->dead = true;
         mca_btl_ofi_endpoint_lost(module, endpoint, why);
     } else if (0 != err) {
@@ -526,7 +553,8 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
          * (read unlocked: a late value only delays the check) */
         uint32_t unacked = endpoint->seq.tx_seq - endpoint->seq.tx_acked;
         int64_t done = endpoint->completed + (int64_t) endpoint->seq.tx_acked;
-        if (endpoint->lost || endpoint->live.checkable || 0 == endpoint->live.host.ss_family) {
+        if (endpoint->lost || endpoint->live.checkable || 0 == endpoint->live.host.ss_family
+            || endpoint->live.finalized) {
             continue;
         }
         if (endpoint->live.suspect) {
@@ -560,7 +588,7 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
             if (0 == err) {
                 break;
             }
-            if (endpoint->lost) {
+            if (endpoint->lost || endpoint->live.finalized) {
                 continue;
             }
             if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->live.host, &probe->host)) {
@@ -838,7 +866,8 @@ static bool mca_btl_ofi_live_event(mca_btl_ofi_endpoint_t *endpoint, char *why, 
                         OPAL_NAME_PRINT(endpoint->proc->proc_name), got, 0 != err ? ", " : "",
                         0 != err ? strerror(err) : "");
     if (got > 0 && NULL != memchr(buf, MCA_BTL_OFI_LIVE_BYE, (size_t) got)) {
-        mca_btl_ofi_live_close(endpoint); /* it finalized */
+        endpoint->live.finalized = true;
+        mca_btl_ofi_live_close(endpoint);
         return false;
     }
     if (got > 0) {
@@ -988,11 +1017,13 @@ bool mca_btl_ofi_peers_scan(mca_btl_ofi_module_t *module, mca_btl_ofi_verdicts_t
         why = malloc(count * sizeof(*why));
         errs = malloc(count * sizeof(*errs));
         if (NULL != lost && NULL != why && NULL != errs) {
-            nlost = mca_btl_ofi_hosts_check(module, now, lost, why, errs);
-            n = mca_btl_ofi_live_check(module, lost + nlost, why + nlost);
-            for (int i = nlost; i < nlost + n; ++i) {
+            /* goodbyes first: a peer that finalized closed its listener
+             * after saying it, and a probe refused then is no verdict */
+            nlost = mca_btl_ofi_live_check(module, lost, why);
+            for (int i = 0; i < nlost; ++i) {
                 errs[i] = ECONNREFUSED; /* the process is gone, its host and link are not */
             }
+            n = mca_btl_ofi_hosts_check(module, now, lost + nlost, why + nlost, errs + nlost);
             nlost += n;
         }
     }

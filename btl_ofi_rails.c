@@ -775,7 +775,7 @@ static int mca_btl_ofi_frags_move(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
         mca_btl_ofi_frag_t *frag = (mca_btl_ofi_frag_t *) item;
         uint32_t flags = frag->base.des_flags;
 
-        mca_btl_ofi_send_inflight(frag->context, from, -1);
+        mca_btl_ofi_frag_inflight(frag->context, from, frag, -1);
         if ((flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK) && !module->closing) {
             frag->base.des_cbfunc(&frag->home->super, from, &frag->base, OPAL_SUCCESS);
         }

@@ -150,8 +150,8 @@ bool mca_btl_ofi_seq_settle(mca_btl_ofi_frag_t *frag, int status, mca_btl_ofi_fr
     switch (state) {
     case MCA_BTL_OFI_FRAG_COPY:
         frag->state = MCA_BTL_OFI_FRAG_PLAIN;
+        mca_btl_ofi_frag_inflight(context, frag->endpoint, frag, -1);
         opal_free_list_return(&frag->home->frags, &frag->base.super);
-        mca_btl_ofi_send_inflight(context, frag->endpoint, -1);
         return true;
     case MCA_BTL_OFI_FRAG_ORPHAN:
         /* counted as complete when its copy took over */
@@ -172,12 +172,15 @@ bool mca_btl_ofi_seq_settle(mca_btl_ofi_frag_t *frag, int status, mca_btl_ofi_fr
 
 /* Acknowledge to ENDPOINT's peer its numbered messages below BASE, over
  * the link's detour once it failed (the acknowledgement is not numbered:
- * a later one says the same and more). */
+ * a later one says the same and more); none to a peer that finalized. */
 static void mca_btl_ofi_seq_ack(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint,
                                 uint32_t base)
 {
     mca_btl_ofi_msg_ack_t ack;
 
+    if (endpoint->live.finalized) {
+        return;
+    }
     memset(&ack, 0, sizeof(ack));
     ack.hdr.type = MCA_BTL_OFI_MSG_ACK;
     ack.hdr.rail = MCA_BTL_OFI_NO_SEQ;

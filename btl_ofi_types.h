@@ -197,6 +197,9 @@ typedef struct mca_btl_ofi_ep_live_t {
     bool checkable; /* shares our host: pid and start_time can be checked */
     bool suspect;   /* an error without a clear cause: probe it at the next check */
     bool refused;   /* dead, and an operation was refused: progress reports it */
+    /* it said goodbye on our liveness connection: it ended with
+     * MPI_Finalize, so it is gone, never lost (no probe, no verdict) */
+    bool finalized;
     uint32_t pid;
     uint64_t start_time;
     /* its liveness listener (IP providers; family 0 otherwise), and when

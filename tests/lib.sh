@@ -129,7 +129,7 @@ compile() { # prog
     pingpong | flood | mixed | late | match | coll | stream)
         build "$1" "$tests/twosided/$1.c" "$tests/twosided/ts.h"
         ;;
-    dynhosts | busy | rails | roundtrip) build "$1" "$tests/hosts/$1.c" ;;
+    dynhosts | busy | rails | roundtrip | leave) build "$1" "$tests/hosts/$1.c" ;;
     # progress reads libopen-pal's opal_uses_threads
     mt) build mt "$tests/threads/mt.c" "$tests/threads/mt_util.h" -pthread ;;
     colltest_mt) build colltest_mt "$tests/coll/colltest_mt.c" -pthread ;;

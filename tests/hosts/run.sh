@@ -84,6 +84,13 @@
 #                            btl/ofi must name the cut link's address and
 #                            the one that still answers, carry on over
 #                            that rail and end normally, nothing lost
+#   leave:PROV               two links, tests/bin/leave with
+#                            async_mpi_finalize 1: rank 0 (h1) sends 100
+#                            messages and finalizes; rank 1 (h2) takes
+#                            them after rank 0 left and acknowledges them
+#                            to it (several rails number messages): no
+#                            peer may be declared lost (a late
+#                            acknowledgement ended a CI job that way)
 #   coll:PROV                tests/coll/colltest.c with coll/ofi raised
 #                            (coll_ofi_priority 90) over ofi,self: every
 #                            result checked, coll/ofi must serve
@@ -96,7 +103,7 @@
 #                            the dead rank)
 # Matrix: PROV in tcp;ofi_rxm, sockets, udp;ofi_rxd; lost ranks and lost
 # hosts (killed, cut off); busy on tcp;ofi_rxm; rails all, include and
-# weighted put on every provider, exclude, one and weighted send on
+# weighted put and leave on every provider, exclude, one and weighted send on
 # tcp;ofi_rxm. BTL_OFI_FULL=1 adds busy on every provider and rails
 # exclude, one and weighted send on every provider.
 #
@@ -177,6 +184,9 @@ list_cases() {
         done
         echo "rails:${prov//;/+}:all:send"
         echo "rails:${prov//;/+}:all:put"
+        # a peer that finalized first, its messages received after it
+        # left and acknowledged to it (several rails number them)
+        echo "leave:${prov//;/+}"
         # rails of unequal bandwidth: parts and messages in proportion
         echo "rails:${prov//;/+}:weighted:put"
         [[ $prov == "tcp;ofi_rxm" || $full == 1 ]] && echo "rails:${prov//;/+}:weighted:send"
@@ -621,6 +631,7 @@ run_case() {
     lost) label="hosts $prov lost $([[ $b == rank ]] && echo "rank 3 on h2" || echo host) during $a ($b)" ;;
     busy) label="hosts $prov target busy 20 s outside MPI" ;;
     rails) label="hosts $prov rails $a $b" ;;
+    leave) label="hosts $prov rails: the peer finalized first, its messages taken after it left" ;;
     threads) label="hosts $prov threads N=2 T=4" ;;
     roundtrip) label="hosts $prov roundtrip: 4000 x put, get, fop, cas, acc + flush, ranks on one core" ;;
     coll) label="hosts $prov coll/ofi" ;;
@@ -637,7 +648,7 @@ run_case() {
             return
         fi
     fi
-    if ! need_hosts "$([[ $group == rails ]] && echo 2 || echo 1)"; then
+    if ! need_hosts "$([[ $group == rails || $group == leave ]] && echo 2 || echo 1)"; then
         report FAIL "$label" $((SECONDS - t0)) "the simulated hosts could not be set up" "$logdir/hosts-up.log"
         return
     fi
@@ -753,6 +764,21 @@ run_case() {
             run_rails_cut "$label" "$prov" "$b" "${a#cut}" "$log" "$t0"
         else
             run_rails "$label" "$prov" "$a" "$b" "$log" "$t0"
+        fi
+        ;;
+    leave)
+        compile leave >>"$log" || { report FAIL "$label" 0 "compiling leave failed" "$log"; return; }
+        local flag=$logdir/leave.flag
+        rm -f "$flag"
+        NP=2 hosts_job "$log" 60 ofi,self "$prov" --map-by node --mca async_mpi_finalize 1 \
+            --mca btl_ofi_verbose 1 "$bindir/leave" -flag "$flag" -n 100
+        rc=$?
+        if grep -q 'lost contact with peer' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "a peer that finalized was declared lost: $(grep -m1 -o 'btl/ofi on .*lost contact.*' "$log" | cut -c1-200)" "$log"
+        elif ((rc == 0)) && (($(grep -c -E 'candidate [^ ]+ domain rail[01] .*: taken \(rail 1\)' "$log") < 2)); then
+            report FAIL "$label" $((SECONDS - t0)) "not both rails taken on both hosts (its verbose selection lines): one rail numbers nothing and acknowledges nothing" "$log"
+        else
+            NP=2 judge_job "$label" "$log" "$rc" leave "$t0" "$(grep -m1 -o 'rank 1 received .*' "$log")"
         fi
         ;;
     lost)
