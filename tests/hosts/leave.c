@@ -3,7 +3,11 @@
  *
  *   leave -flag PATH [-n N]       (run with --mca async_mpi_finalize 1)
  *
- * Rank 0 (on h1) sends N messages of 1 KiB to rank 1 (on h2), calls
+ * Rank 1 (on h2) first sends rank 0 (on h1) 8 messages, which rank 0
+ * takes and, finalizing within a tenth of a second, never acknowledges:
+ * rank 1's numbered messages then wait for an acknowledgement that never
+ * comes, and its stall probe finds rank 0's listener closed. Rank 0 sends
+ * N messages of 1 KiB to rank 1, calls
  * MPI_Finalize (no barrier in it with async_mpi_finalize: its btl closes
  * its connections and liveness listener at once), then creates PATH.
  * Rank 1 waits for PATH without calling MPI, so that what follows
@@ -55,6 +59,10 @@ int main(int argc, char **argv)
     tc_counters_finalize();
     MPI_T_finalize();
     if (0 == tc_rank) {
+        for (int i = 0; i < 8; ++i) {
+            MPI_CHECK(MPI_Recv(buf, MSG, MPI_BYTE, 1, 1000 + i, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            tc_verify("leave: message from rank 1", buf, 1, MSG, (unsigned) i);
+        }
         for (int i = 0; i < n; ++i) {
             tc_fill(buf, 0, MSG, (unsigned) i);
             MPI_CHECK(MPI_Send(buf, MSG, MPI_BYTE, 1, i, MPI_COMM_WORLD));
@@ -67,6 +75,10 @@ int main(int argc, char **argv)
         fclose(f);
         free(buf);
         return 0;
+    }
+    for (int i = 0; i < 8; ++i) {
+        tc_fill(buf, 1, MSG, (unsigned) i);
+        MPI_CHECK(MPI_Send(buf, MSG, MPI_BYTE, 0, 1000 + i, MPI_COMM_WORLD));
     }
     int there = wait_first;
     while (!there) {
