@@ -373,7 +373,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     mca_btl_ofi_module_t *module = frag->home;
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
     uint32_t flags = frag->base.des_flags; /* the callback may free the frag */
-    bool ack = MCA_BTL_OFI_MSG_ACK == frag->hdr->type;
+    bool ack = MCA_BTL_OFI_MSG_ACK == frag->hdr->type; /* and its header */
     mca_btl_ofi_frag_t *keep = NULL;
 
     if (OPAL_UNLIKELY(MCA_BTL_OFI_FRAG_PLAIN != frag->state)
@@ -388,11 +388,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     } else if ((flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) || context->module->closing) {
         opal_free_list_return(&module->frags, &frag->base.super);
     }
-    if (OPAL_UNLIKELY(ack)) {
-        mca_btl_ofi_add64(&context->sends_outstanding, -1); /* see mca_btl_ofi_frag_inflight */
-    } else {
-        mca_btl_ofi_send_inflight(context, endpoint, -1);
-    }
+    mca_btl_ofi_msg_inflight(context, endpoint, ack, -1);
 }
 
 /* Hand a pml message to the callback registered for its tag. */

@@ -54,20 +54,28 @@ static inline mca_btl_ofi_frag_t *mca_btl_ofi_frag_from_op(void *op_context)
     return (mca_btl_ofi_frag_t *) ((char *) op_context - offsetof(mca_btl_ofi_frag_t, op));
 }
 
-/* Count a fragment posted (N > 0) or complete (N < 0) for ENDPOINT, as
- * mca_btl_ofi_send_inflight, save that an acknowledgement (several rails)
- * stays out of the peer's counts: it is the peer's bookkeeping, not work
- * of ours that waits on it, so that one standing still (a peer that
- * finalized may never take it) makes no stall for the liveness probes. */
-static inline void mca_btl_ofi_frag_inflight(mca_btl_ofi_context_t *context,
-                                             mca_btl_ofi_endpoint_t *endpoint,
-                                             const mca_btl_ofi_frag_t *frag, int64_t n)
+/* Count a message posted (N > 0) or complete (N < 0) for ENDPOINT, as
+ * mca_btl_ofi_send_inflight, save that an acknowledgement (ACK, several
+ * rails) stays out of the peer's counts: it is the peer's bookkeeping,
+ * not work of ours that waits on it, so that one standing still (a peer
+ * that finalized may never take it) makes no stall for the liveness
+ * probes. */
+static inline void mca_btl_ofi_msg_inflight(mca_btl_ofi_context_t *context,
+                                            mca_btl_ofi_endpoint_t *endpoint, bool ack, int64_t n)
 {
-    if (OPAL_UNLIKELY(MCA_BTL_OFI_MSG_ACK == frag->hdr->type)) {
+    if (OPAL_UNLIKELY(ack)) {
         mca_btl_ofi_add64(&context->sends_outstanding, n);
         return;
     }
     mca_btl_ofi_send_inflight(context, endpoint, n);
+}
+
+/* The same for FRAG, while its header is ours to read. */
+static inline void mca_btl_ofi_frag_inflight(mca_btl_ofi_context_t *context,
+                                             mca_btl_ofi_endpoint_t *endpoint,
+                                             const mca_btl_ofi_frag_t *frag, int64_t n)
+{
+    mca_btl_ofi_msg_inflight(context, endpoint, MCA_BTL_OFI_MSG_ACK == frag->hdr->type, n);
 }
 
 /* A message that found the transmit queue full, retried from progress. */

@@ -591,22 +591,23 @@ static int mca_btl_ofi_hosts_check(mca_btl_ofi_module_t *module, double now,
             if (endpoint->lost || endpoint->live.finalized) {
                 continue;
             }
-            if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->live.host, &probe->host)
-                && endpoint->posted == endpoint->completed) {
-                /* its process is gone, and only messages of ours that
-                 * completed wait for its acknowledgement (several rails):
-                 * nothing of ours waits on it, and it may have finalized
-                 * before acknowledging them (its goodbye unheard: our
-                 * liveness connection was not up yet). Gone, not lost: a
-                 * crash is the runtime's to report, as on one rail */
-                MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
-                                    "peer %s left (its host %s refused our probe) with nothing of "
-                                    "ours in flight: not lost",
-                                    OPAL_NAME_PRINT(endpoint->proc->proc_name), name);
-                endpoint->live.finalized = true;
-                continue;
-            }
             if (ECONNREFUSED == err && mca_btl_ofi_same_addr(&endpoint->live.host, &probe->host)) {
+                if (endpoint->posted == endpoint->completed
+                    && endpoint->seq.tx_seq != endpoint->seq.tx_acked) {
+                    /* its process is gone, and only messages of ours that
+                     * completed wait for its acknowledgement (several
+                     * rails): nothing of ours waits on it, and it may have
+                     * finalized before acknowledging them (its goodbye
+                     * unheard: our liveness connection was not up yet).
+                     * Gone, not lost: a crash is the runtime's to report,
+                     * as on one rail */
+                    MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                                        "peer %s left (its host %s refused our probe) with "
+                                        "nothing of ours in flight: not lost",
+                                        OPAL_NAME_PRINT(endpoint->proc->proc_name), name);
+                    endpoint->live.finalized = true;
+                    continue;
+                }
                 snprintf(why[n], sizeof(why[n]),
                          "the process no longer exists (its host %s refused our liveness "
                          "probe; our operations to it stood still %.1f s)",

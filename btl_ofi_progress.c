@@ -181,11 +181,11 @@ static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, const struct f
     int kind = ((mca_btl_ofi_op_t *) err->op_context)->kind;
     bool report_first = MCA_BTL_OFI_OP_RECV == kind || !act;
 
-    if (MCA_BTL_OFI_OP_SEND == kind
-        && mca_btl_ofi_ack_failed(mca_btl_ofi_frag_from_op(err->op_context)->hdr,
-                                  mca_btl_ofi_frag_from_op(err->op_context)->endpoint,
-                                  fi_strerror(err->err))) {
-        return;
+    if (MCA_BTL_OFI_OP_SEND == kind) {
+        const mca_btl_ofi_frag_t *frag = mca_btl_ofi_frag_from_op(err->op_context);
+        if (mca_btl_ofi_ack_failed(frag->hdr, frag->endpoint, fi_strerror(err->err))) {
+            return;
+        }
     }
 
     if (report_first) {
