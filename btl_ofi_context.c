@@ -209,6 +209,7 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
         OBJ_CONSTRUCT(&module->contexts[i].tracked, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].sent, opal_list_t);
         module->contexts[i].module = module;
+        module->contexts[i].put_notify = module->put_notify;
     }
     module->num_contexts = count;
 

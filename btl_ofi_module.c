@@ -814,6 +814,14 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
     module->rma_emulated = 1 == component->emulate_rma
                            || (0 > component->emulate_rma && (quirks & MCA_BTL_OFI_QUIRK_RMA));
     two_sided = MCA_BTL_OFI_MODE_ONE_SIDED != component->mode && (info->caps & FI_MSG);
+    /* large puts announce their arrival to the target (remote completion
+     * data), where the provider can: see btl_ofi_put_notify_size. Not
+     * where a remote completion would take a posted receive buffer
+     * (FI_RX_CQ_DATA) */
+    module->put_notify = (0 == component->put_notify_size || 0 == info->domain_attr->cq_data_size
+                          || (info->mode & FI_RX_CQ_DATA) || module->rma_emulated)
+                             ? SIZE_MAX
+                             : component->put_notify_size;
     module->messaging = module->amo_emulated || module->rma_emulated || two_sided;
     module->msg_size = sizeof(mca_btl_ofi_amo_req_t);
     if (module->rma_emulated) {

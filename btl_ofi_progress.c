@@ -218,6 +218,12 @@ mca_btl_ofi_dispatch(mca_btl_ofi_context_t *context, const struct fi_cq_data_ent
 {
     void *op_context = e->op_context;
 
+    if (OPAL_UNLIKELY(e->flags & FI_REMOTE_WRITE)) {
+        /* a peer's put announced (btl_ofi_put_notify_size): its arrival
+         * is this call's event, there is nothing to finish */
+        mca_btl_ofi_add64(&context->counters.put_notified, 1);
+        return;
+    }
     switch (((mca_btl_ofi_op_t *) op_context)->kind) {
     case MCA_BTL_OFI_OP_BARE:
         /* a put without callback: counted; a failure was acted on before */
@@ -251,8 +257,13 @@ static void mca_btl_ofi_fault_completions(mca_btl_ofi_context_t *context,
                                           struct fi_cq_data_entry *entries, ssize_t count)
 {
     for (ssize_t i = 0; i < count; ++i) {
-        int kind = ((mca_btl_ofi_op_t *) entries[i].op_context)->kind;
+        int kind;
 
+        if (entries[i].flags & FI_REMOTE_WRITE) {
+            entries[i].data = 0; /* a peer's put announced: no operation of ours */
+            continue;
+        }
+        kind = ((mca_btl_ofi_op_t *) entries[i].op_context)->kind;
         if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_CQ)
             || ((MCA_BTL_OFI_OP_RDMA == kind || MCA_BTL_OFI_OP_BARE == kind)
                 && MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_RMACQ))) {
@@ -522,7 +533,10 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
     }
     count = fi_cq_read(context->cq, entries, batch);
     for (ssize_t i = 0; i < count; ++i) {
-        if (mca_btl_ofi_msg_is_request(context, entries + i)) {
+        if (entries[i].flags & FI_REMOTE_WRITE) {
+            /* a peer's put announced: counted, nothing to hand over */
+            mca_btl_ofi_add64(&context->counters.put_notified, 1);
+        } else if (mca_btl_ofi_msg_is_request(context, entries + i)) {
             serve[nserve++] = (int) i;
             mca_btl_ofi_count_recv(context, entries[i].len);
         } else {

@@ -88,8 +88,10 @@ mca_btl_ofi_rdma_post(mca_btl_ofi_context_t *context, int kind, void *local, voi
     uint64_t *count = put ? &context->counters.put_count : &context->counters.get_count;
     uint64_t *bytes = put ? &context->counters.put_bytes : &context->counters.get_bytes;
     ssize_t rc = MCA_BTL_OFI_FAULT(put ? MCA_BTL_OFI_FAULT_WRITE : MCA_BTL_OFI_FAULT_READ) ? -FI_EIO
-                 : put ? fi_write(context->tx, local, size, desc, peer, raddr, key, ofi_ctx)
-                       : fi_read(context->tx, local, size, desc, peer, raddr, key, ofi_ctx);
+                 : !put ? fi_read(context->tx, local, size, desc, peer, raddr, key, ofi_ctx)
+                 : size < context->put_notify
+                     ? fi_write(context->tx, local, size, desc, peer, raddr, key, ofi_ctx)
+                     : fi_writedata(context->tx, local, size, desc, 0, peer, raddr, key, ofi_ctx);
 
     if (OPAL_LIKELY(0 == rc)) {
         ++*count;

@@ -126,6 +126,9 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t send_bytes;
     uint64_t recv_count;
     uint64_t recv_bytes;
+    /* peers' puts that arrived in our memory with remote completion data
+     * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
+    volatile int64_t put_notified;
     /* atomics applied to our own memory (no provider, no context lock
      * held): counted with mca_btl_ofi_add64, added to atomic_count */
     volatile int64_t atomic_local_count;
@@ -160,6 +163,11 @@ typedef struct mca_btl_ofi_context_t {
      * progress once it finds all five empty. One test instead of five per
      * progress call */
     bool parked;
+    /* puts of at least this many bytes carry remote completion data
+     * (fi_writedata): SIZE_MAX where the provider has none or
+     * btl_ofi_put_notify_size is 0 (copied from the module: the put path
+     * reads the context only) */
+    size_t put_notify;
     mca_btl_ofi_counters_t counters;
     opal_free_list_t completions;
     /* messaging (two-sided traffic and emulated atomics): posted receive
@@ -303,6 +311,9 @@ typedef struct mca_btl_ofi_module_t {
      * context: 0 when the provider keeps state in contexts (FI_CONTEXT)
      * or with several rails (track), else every size */
     size_t bare_limit;
+    /* puts from this size carry remote completion data, SIZE_MAX: none
+     * (see btl_ofi_put_notify_size) */
+    size_t put_notify;
     bool prov_key; /* FI_MR_PROV_KEY: the provider picks registration keys */
     /* several rails: puts and gets are kept on their context's `tracked'
      * list until complete, and every message has a completion (no
@@ -414,6 +425,7 @@ typedef struct mca_btl_ofi_component_t {
 
     int max_rails;          /* modules (one per interface) at most */
     size_t rail_split_size; /* puts and gets from this size are split over the rails */
+    size_t put_notify_size; /* puts from this size carry remote CQ data, 0: none */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

@@ -206,15 +206,73 @@ TC_FN int tc_cvar_read_string(const char *name, char *buf, size_t buflen)
     return 0;
 }
 
+/* Read an integer cvar (int, unsigned, long, size_t) into *out. Returns 0
+ * on success, -1 if the cvar does not exist, -2 if it is of another type or
+ * cannot be read. */
+TC_FN int tc_cvar_read_ull(const char *name, unsigned long long *out)
+{
+    int idx = tc_cvar_find(name);
+    if (idx < 0) {
+        return -1;
+    }
+    char vname[256];
+    char desc[1024];
+    int namelen = sizeof(vname), desclen = sizeof(desc);
+    int verbosity, bind, scope, count = 0;
+    MPI_Datatype dtype;
+    MPI_T_enum enumtype;
+    MPI_T_cvar_handle handle;
+    union {
+        int i;
+        unsigned u;
+        long l;
+        unsigned long ul;
+        unsigned long long ull;
+    } v;
+    if (MPI_SUCCESS != MPI_T_cvar_get_info(idx, vname, &namelen, &verbosity, &dtype, &enumtype,
+                                           desc, &desclen, &bind, &scope)
+        || MPI_SUCCESS != MPI_T_cvar_handle_alloc(idx, NULL, &handle, &count)) {
+        return -2;
+    }
+    memset(&v, 0, sizeof(v));
+    int rc = MPI_T_cvar_read(handle, &v);
+    MPI_T_cvar_handle_free(&handle);
+    if (MPI_SUCCESS != rc) {
+        return -2;
+    }
+    if (dtype == MPI_INT) {
+        *out = v.i < 0 ? 0 : (unsigned long long) v.i;
+    } else if (dtype == MPI_UNSIGNED) {
+        *out = v.u;
+    } else if (dtype == MPI_LONG) {
+        *out = v.l < 0 ? 0 : (unsigned long long) v.l;
+    } else if (dtype == MPI_UNSIGNED_LONG) {
+        *out = v.ul;
+    } else if (dtype == MPI_UNSIGNED_LONG_LONG) {
+        *out = v.ull;
+    } else {
+        return -2;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* MPI_T performance variables: our counters                           */
 /* ------------------------------------------------------------------ */
 
-enum { TC_PUT_COUNT, TC_GET_COUNT, TC_ATOMIC_COUNT, TC_PUT_BYTES, TC_GET_BYTES, TC_NCOUNTERS };
+enum {
+    TC_PUT_COUNT,
+    TC_GET_COUNT,
+    TC_ATOMIC_COUNT,
+    TC_PUT_BYTES,
+    TC_GET_BYTES,
+    TC_PUT_NOTIFIED,
+    TC_NCOUNTERS
+};
 
 static const char *const tc_counter_names[TC_NCOUNTERS] = {
-    "btl_ofi_put_count", "btl_ofi_get_count", "btl_ofi_atomic_count",
-    "btl_ofi_put_bytes", "btl_ofi_get_bytes",
+    "btl_ofi_put_count", "btl_ofi_get_count",  "btl_ofi_atomic_count",
+    "btl_ofi_put_bytes", "btl_ofi_get_bytes",  "btl_ofi_put_notified",
 };
 
 typedef struct {
@@ -336,12 +394,15 @@ TC_FN const char *tc_delta_str(const tc_counters_t *before, const tc_counters_t 
         snprintf(b, sizeof(b), "counters n/a");
         return b;
     }
-    snprintf(b, sizeof(b), "puts+%llu gets+%llu atomics+%llu put_bytes+%llu get_bytes+%llu",
+    snprintf(b, sizeof(b),
+             "puts+%llu gets+%llu atomics+%llu put_bytes+%llu get_bytes+%llu "
+             "puts_arrived_announced+%llu",
              after->v[TC_PUT_COUNT] - before->v[TC_PUT_COUNT],
              after->v[TC_GET_COUNT] - before->v[TC_GET_COUNT],
              after->v[TC_ATOMIC_COUNT] - before->v[TC_ATOMIC_COUNT],
              after->v[TC_PUT_BYTES] - before->v[TC_PUT_BYTES],
-             after->v[TC_GET_BYTES] - before->v[TC_GET_BYTES]);
+             after->v[TC_GET_BYTES] - before->v[TC_GET_BYTES],
+             after->v[TC_PUT_NOTIFIED] - before->v[TC_PUT_NOTIFIED]);
     return b;
 }
 
@@ -428,6 +489,45 @@ TC_FN void tc_check_ours(void)
         CHECK(0 == strcmp(prov, expect), "cvar btl_ofi_selected_provider is \"%s\", expected \"%s\"",
               prov, expect);
     }
+}
+
+/* The size from which the puts that reach this rank through our btl/ofi
+ * must announce their arrival (btl_ofi_put_notify_size, counted by the
+ * pvar btl_ofi_put_notified), or 0 where they are not expected to, with
+ * the reason said once by rank 0: the parameter is 0, puts travel as
+ * messages (btl_ofi_emulate_rma 1, or udp;ofi_rxd, whose RMA we do not
+ * use), or our component is not checked. */
+TC_FN unsigned long long tc_put_notify_size(void)
+{
+    static int known = 0;
+    static unsigned long long size = 0;
+    unsigned long long emulate = 0;
+    char prov[1024] = "";
+    const char *why = NULL;
+
+    if (known) {
+        return size;
+    }
+    known = 1;
+    if (!tc_check_ours_enabled() || !tc_have_counters) {
+        why = "our component is not checked";
+    } else if (0 != tc_cvar_read_ull("btl_ofi_put_notify_size", &size)) {
+        FAILF("cvar btl_ofi_put_notify_size cannot be read as an integer");
+    } else if (0 == size) {
+        why = "btl_ofi_put_notify_size is 0";
+    } else if (0 == tc_cvar_read_ull("btl_ofi_emulate_rma", &emulate) && 1 == emulate) {
+        why = "btl_ofi_emulate_rma 1 carries puts as messages";
+    } else if (0 == tc_cvar_read_string("btl_ofi_selected_provider", prov, sizeof(prov))
+               && NULL != strstr(prov, "ofi_rxd")) {
+        why = "udp;ofi_rxd's puts travel as messages";
+    }
+    if (NULL != why) {
+        size = 0;
+        if (0 == tc_rank) {
+            printf("note: puts are not expected to announce their arrival here: %s\n", why);
+        }
+    }
+    return size;
 }
 
 TC_FN void tc_init(int *argc, char ***argv, const char *name)

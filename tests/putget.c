@@ -312,6 +312,10 @@ int main(int argc, char **argv)
                     exp.min[TC_GET_COUNT] += 1;
                     exp.min[TC_PUT_BYTES] += s;
                     exp.min[TC_GET_BYTES] += s;
+                    /* the put that reached this rank, from its left */
+                    if (tc_put_notify_size() > 0 && s >= tc_put_notify_size()) {
+                        exp.min[TC_PUT_NOTIFIED] += 1;
+                    }
                     tc_say("  ok %s %s put+get size=%zu disp=%zu%s (%.3fs)", kind_names[kind],
                            sync_names[sync], s, disp, unal ? " unaligned origin+target" : "",
                            tc_now() - c0);
