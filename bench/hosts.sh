@@ -48,6 +48,9 @@
 # plots/BIND-PROV.png (gnuplot, when there). UPDATE_README=1 puts them
 # between README's lines "(hosts-bench begin)" and "(hosts-bench end)".
 #
+# REPORT_ONLY=1 runs nothing: the tables, goals, plots and README block
+# are made again from OUT's data.tsv (OUT must then be given).
+#
 # Exit status 1 when a run of ours ends badly (crash, hang, data not
 # verified); the anchor's failures are recorded, not fatal. Timings are
 # never asserted: the goals are reported, met or missed.
@@ -79,11 +82,16 @@ die() {
     exit 1
 }
 
-((EUID == 0)) || die "needs root (network and pid namespaces)"
+report_only=${REPORT_ONLY:-0}
+if ((report_only)); then
+    [[ -s $OUT/data.tsv ]] || die "REPORT_ONLY=1: no $OUT/data.tsv (give OUT)"
+fi
+((EUID == 0 || report_only)) || die "needs root (network and pid namespaces)"
 mkdir -p "$OUT/raw" "$OUT/plots" "$bindir" || die "cannot make $OUT"
 [[ -f $repo/_install/lib/openmpi/mca_btl_ofi.so || -n ${BTL_OFI_PREFIX:-} ]] ||
     die "no component installed: run scripts/build.sh first"
 for prog in osc_bench p2p_bench fi_floor; do
+    ((report_only)) && break
     libs=()
     [[ $prog == fi_floor ]] && libs=(-lfabric)
     mpicc -O2 -Wall -o "$bindir/$prog" "$here/$prog.c" "${libs[@]}" >"$OUT/build-$prog.log" 2>&1 ||
@@ -92,12 +100,12 @@ done
 
 # shellcheck source=tests/hosts/hosts.sh
 source "$repo/tests/hosts/hosts.sh"
-hosts_up 2 1 >"$OUT/hosts-up.log" 2>&1 || die "the simulated hosts could not be set up ($OUT/hosts-up.log)"
-trap 'hosts_down >/dev/null 2>&1' EXIT
+((report_only)) || hosts_up 2 1 >"$OUT/hosts-up.log" 2>&1 || die "the simulated hosts could not be set up ($OUT/hosts-up.log)"
+((report_only)) || trap 'hosts_down >/dev/null 2>&1' EXIT
 link=$(hosts_addr h1 0)
 link=${link%.*}.0/24
 
-{
+((report_only)) || {
     echo "date: $(date -u +%FT%TZ)"
     echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null)"
     echo "open mpi: $(ompi_info --version 2>/dev/null | head -n 1)"
@@ -105,7 +113,7 @@ link=${link%.*}.0/24
     echo "cpus: $(nproc); flags: -np 2 --map-by node --bind-to core, mpi_yield_when_idle 1"
 } >"$OUT/env.txt"
 
-: >"$OUT/data.tsv"
+((report_only)) || : >"$OUT/data.tsv"
 bad=0
 run() { # contender log prov osc btls prog args...
     local who=$1 log=$2 prov=$3 osc=$4 btls=$5 rc
@@ -128,7 +136,7 @@ run() { # contender log prov osc btls prog args...
 paths=("progress-thread:--mca btl_ofi_progress_thread 1"
     "emulated-rma:--mca btl_ofi_emulate_rma 1"
     "emulated-atomics:--mca btl_ofi_emulate_atomics 1")
-for ((rep = 1; rep <= REPS; rep++)); do
+for ((rep = 1; rep <= REPS && !report_only; rep++)); do
     for bind in $BINDINGS; do
         say "repetition $rep of $REPS, --bind-to $bind"
         run "$bind/anchor" "$OUT/raw/$bind-anchor-$rep.log" "" pt2pt tcp,self --bind-to "$bind" \
@@ -324,7 +332,7 @@ if [[ ${UPDATE_README:-0} == 1 ]] && ((!quick)); then
     block=$(
         echo "(hosts-bench begin)"
         echo
-        echo "bench/hosts.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; plots in ${OUT#"$repo"/}/plots/"
+        echo "bench/hosts.sh, $(date -u +%F), commit $(sed -n 's/^commit: //p' "$OUT/env.txt" 2>/dev/null || git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; plots in ${OUT#"$repo"/}/plots/"
         echo
         for bind in $BINDINGS; do
             report "$bind"
