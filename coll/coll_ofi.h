@@ -14,6 +14,8 @@
  *             GATHER_SETS sets of one flagged slot per rank for small
  *             reductions, then the ring of small broadcasts;
  *   directory every rank's block address and registration handle;
+ *   zc        one entry of the same form per rank: the registered user
+ *             buffer of a large broadcast's parent, written by that parent;
  *   data      coll_ofi_cache_pages pages that payload moves through.
  *
  * The layout is the same on every rank, so a peer's slot is its block
@@ -83,6 +85,8 @@ typedef struct mca_coll_ofi_component_t {
     int verbose;
     int fanout;
     int cache_pages;
+    size_t zc_min;   /* broadcasts from this size go without copies (see coll_ofi_bcast.c) */
+    size_t zc_chunk; /* in pieces of this size */
     int output;
 } mca_coll_ofi_component_t;
 
@@ -143,7 +147,7 @@ typedef struct mca_coll_ofi_module_t {
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,
-        off_data;
+        off_zc, off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
@@ -162,6 +166,7 @@ typedef struct mca_coll_ofi_module_t {
 
     /* served-call counters, reported at destruct */
     uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
+    uint64_t n_zcopy; /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
 } mca_coll_ofi_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ofi_module_t);
@@ -177,6 +182,17 @@ int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t rem
                      size_t size);
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
+/* SIZE bytes from RADDR of PEER (registered as RHANDLE) into LOCAL
+ * (registered as LHANDLE, or NULL), outside the blocks. */
+int mca_coll_ofi_get_at(mca_coll_ofi_module_t *m, int peer, void *local,
+                        mca_btl_base_registration_handle_t *lhandle, uint64_t raddr,
+                        mca_btl_base_registration_handle_t *rhandle, size_t size);
+/* Register a user buffer with the module's btl (*HANDLE NULL where the
+ * btl needs none); says why it could not. */
+int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes,
+                               mca_btl_base_registration_handle_t **handle);
+void mca_coll_ofi_user_deregister(mca_coll_ofi_module_t *m,
+                                  mca_btl_base_registration_handle_t *handle);
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
 /* End a collective without waiting for its own flag puts; report an
  * earlier failure. */

@@ -96,7 +96,10 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * MCA_COLL_OFI_RING_STRIDE;
     /* per rank: block address, data size, registration handle */
     m->dir_stride = 2 * sizeof(uint64_t) + MCA_COLL_OFI_ALIGN(hsize, 8);
-    off = MCA_COLL_OFI_ALIGN(m->off_dir + n * m->dir_stride, MCA_COLL_OFI_PAGE_SIZE);
+    /* then one entry of the same form per rank: where a large broadcast's
+     * parent (that rank) registered its buffer (coll_ofi_bcast.c) */
+    m->off_zc = m->off_dir + n * m->dir_stride;
+    off = MCA_COLL_OFI_ALIGN(m->off_zc + n * m->dir_stride, MCA_COLL_OFI_PAGE_SIZE);
     m->off_data = off;
     m->data_size = (size_t) mca_coll_ofi_component.cache_pages * MCA_COLL_OFI_PAGE_SIZE;
     m->block_size = off + m->data_size;
@@ -370,15 +373,15 @@ static size_t mca_coll_ofi_limit(size_t limit)
     return (0 == limit) ? SIZE_MAX : limit;
 }
 
-/* SIZE bytes between LOCAL and REMOTE_OFF of PEER's block, by put or get,
- * in pieces of the btl's limit */
-static int mca_coll_ofi_rdma(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
-                             size_t size, bool put)
+/* SIZE bytes between LOCAL (registered as LHANDLE) and RADDR of PEER
+ * (registered as RHANDLE), by put or get, in pieces of the btl's limit */
+static int mca_coll_ofi_move(mca_coll_ofi_module_t *m, int peer, void *local,
+                             mca_btl_base_registration_handle_t *lhandle, uint64_t raddr,
+                             mca_btl_base_registration_handle_t *rhandle, size_t size, bool put)
 {
     mca_btl_base_module_t *btl = m->btl;
     /* put and get have the same signature in BTL 3.1 */
     mca_btl_base_module_get_fn_t move = put ? btl->btl_put : btl->btl_get;
-    uint64_t raddr = mca_coll_ofi_remote_base(m, peer) + remote_off;
     size_t limit = mca_coll_ofi_limit(put ? btl->btl_put_limit : btl->btl_get_limit);
     int rc = OMPI_SUCCESS;
 
@@ -386,11 +389,60 @@ static int mca_coll_ofi_rdma(mca_coll_ofi_module_t *m, int peer, void *local, si
         size_t len = (size - done < limit) ? size - done : limit;
         MCA_COLL_OFI_ISSUE(m, rc,
                            move(btl, m->endpoints[peer], (char *) local + done, raddr + done,
-                                m->handle, mca_coll_ofi_remote_handle(m, peer), len, 0,
-                                MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done, m, NULL));
+                                lhandle, rhandle, len, 0, MCA_BTL_NO_ORDER,
+                                mca_coll_ofi_rdma_done, m, NULL));
         done += len;
     }
     return rc;
+}
+
+/* SIZE bytes between LOCAL (in our block) and REMOTE_OFF of PEER's block */
+static int mca_coll_ofi_rdma(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
+                             size_t size, bool put)
+{
+    return mca_coll_ofi_move(m, peer, local, m->handle,
+                             mca_coll_ofi_remote_base(m, peer) + remote_off,
+                             mca_coll_ofi_remote_handle(m, peer), size, put);
+}
+
+int mca_coll_ofi_get_at(mca_coll_ofi_module_t *m, int peer, void *local,
+                        mca_btl_base_registration_handle_t *lhandle, uint64_t raddr,
+                        mca_btl_base_registration_handle_t *rhandle, size_t size)
+{
+    return mca_coll_ofi_move(m, peer, local, lhandle, raddr, rhandle, size, false);
+}
+
+int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes,
+                               mca_btl_base_registration_handle_t **handle)
+{
+    mca_btl_base_registration_handle_t *h;
+
+    if (NULL == m->btl->btl_register_mem) {
+        *handle = NULL;
+        return OMPI_SUCCESS;
+    }
+    h = m->btl->btl_register_mem(m->btl, MCA_BTL_ENDPOINT_ANY, buf, bytes,
+                                 MCA_BTL_REG_FLAG_ACCESS_ANY);
+    if (NULL == h) {
+        opal_output(0,
+                    "coll:ofi: communicator %u rank %d: btl %s could not register the %zu-byte "
+                    "buffer of a broadcast (out of registrations or memory?); the collective "
+                    "returns an error. coll_ofi_priority 0 leaves collectives to the previous "
+                    "component",
+                    m->cid, m->rank, m->btl->btl_component->btl_version.mca_component_name,
+                    bytes);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *handle = h;
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_ofi_user_deregister(mca_coll_ofi_module_t *m,
+                                  mca_btl_base_registration_handle_t *handle)
+{
+    if (NULL != handle) {
+        (void) m->btl->btl_deregister_mem(m->btl, handle);
+    }
 }
 
 int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,

@@ -122,6 +122,24 @@ static int mca_coll_ofi_register(void)
                                 "messages go through it in chunks.  0 uses one bounce page of "
                                 "the reserved area instead (default 32)",
                                 &c->cache_pages, OPAL_INFO_LVL_6);
+    c->zc_min = 8 * 1024;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "zcopy_size",
+        "Broadcasts of at least this many bytes (above 1 KiB) go without copies: every rank "
+        "registers its buffer and gets the bytes straight from its parent's, instead of "
+        "through the data caches (fewer round trips and no copies: faster from 2 KiB up in "
+        "bench/coll.sh). 0: never. Must be the same on every rank (default 8 KiB)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->zc_min);
+    c->zc_chunk = 1024 * 1024;
+    (void) mca_base_component_var_register(
+        &c->super.collm_version, "zcopy_chunk",
+        "Bytes a rank gets from its parent at a time in a broadcast without copies (at least "
+        "4096): a rank passes each piece on as soon as it has it. Smaller pieces overlap the "
+        "tree's levels more, each costs a round of flags (1 MiB was fastest on 2 cores with 4 "
+        "and 8 ranks). Must be the same on every rank (default 1 MiB)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->zc_chunk);
 
     mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_bcast));
@@ -137,6 +155,10 @@ static int mca_coll_ofi_register(void)
                           "communicator (not served: no RDMA path, or a datatype it does not "
                           "reduce)",
                           offsetof(mca_coll_ofi_module_t, n_fallback));
+    mca_coll_ofi_reg_pvar("zcopy_bcast",
+                          "Broadcasts (MPI_Bcast, or the second half of an allreduce) coll/ofi "
+                          "moved without copies on the communicator (coll_ofi_zcopy_size)",
+                          offsetof(mca_coll_ofi_module_t, n_zcopy));
     return OMPI_SUCCESS;
 }
 
@@ -183,6 +205,14 @@ static void mca_coll_ofi_check_params(void)
                             "(0 to 65536); using 32",
                             c->cache_pages);
         c->cache_pages = 32;
+    }
+    if (0 == c->zc_min) {
+        c->zc_min = SIZE_MAX; /* never */
+    }
+    if (c->zc_chunk < MCA_COLL_OFI_PAGE_SIZE) {
+        opal_show_help(MCA_COLL_OFI_HELP_FILE, "bad param", true, host, "coll_ofi_zcopy_chunk",
+                       (int) c->zc_chunk, "4096 or more", 1048576);
+        c->zc_chunk = 1024 * 1024;
     }
 }
 

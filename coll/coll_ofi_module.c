@@ -44,6 +44,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->pending = 0;
     m->op_status = OMPI_SUCCESS;
     m->n_bcast = m->n_reduce = m->n_allreduce = m->n_barrier = m->n_fallback = 0;
+    m->n_zcopy = 0;
 
     m->super.coll_module_enable = mca_coll_ofi_module_enable;
     m->super.coll_bcast = mca_coll_ofi_bcast;
@@ -58,9 +59,10 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
         opal_output_verbose(0 == m->rank ? 1 : 2, mca_coll_ofi_component.output,
                             "coll:ofi: communicator %u rank %d: served %" PRIu64 " bcast, %" PRIu64
                             " reduce, %" PRIu64 " allreduce, %" PRIu64 " barrier; %" PRIu64
-                            " calls passed to the previous component",
+                            " calls passed to the previous component; %" PRIu64
+                            " broadcasts without copies",
                             m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
-                            m->n_fallback);
+                            m->n_fallback, m->n_zcopy);
     }
     mca_coll_ofi_cache_release(m);
 

@@ -15,15 +15,20 @@
 #   tests/coll/run.sh --list        the case names
 #
 # Cases:
-#   ompi_info                  coll ofi v0.1.0 and its 4 parameters
+#   ompi_info                  coll ofi v0.1.0 and its 6 parameters
 #   coll:PROV:NP               btl ofi,self with provider PROV (shm,
 #                              sockets, tcp+ofi_rxm, udp+ofi_rxd), NP ranks
 #   coll:vader:NP              btl vader,self
 #   coll:vader:4:basic         on top of coll/basic, whose allreduce is
 #                              built on the communicator's bcast and reduce
 #                              (ours): the set-up exchange must not recurse
-#   coll:shm:4:cache0          coll_ofi_cache_pages 0 (the bounce page) and
-#                              coll_ofi_fanout 3
+#   coll:shm:4:cache0          coll_ofi_cache_pages 0 (the bounce page),
+#                              coll_ofi_fanout 3 and coll_ofi_zcopy_chunk
+#                              4096 (large broadcasts in many pieces)
+#   coll:shm:4:chunked         coll_ofi_zcopy_size 0: every broadcast
+#                              larger than 1 KiB through the data caches
+# Every case over an RDMA btl (but mt) also shows how many broadcasts went
+# without copies: some (those of 8 KiB and more), none in chunked.
 #   coll:shm:2:badfanout       coll_ofi_fanout 0: named (help message, and
 #                              coll/ofi's verbose line, as mpirun 4.1.4 now
 #                              and then drops a help message) and replaced
@@ -63,6 +68,7 @@ list_cases() {
     done
     echo "coll:vader:4:basic"
     echo "coll:shm:4:cache0"
+    echo "coll:shm:4:chunked"
     echo "coll:shm:2:badfanout"
     echo "coll:tcp:2:fallback"
     echo "coll:shm:4:mt"
@@ -125,10 +131,10 @@ run_case() {
         label="coll ompi_info"
         if OMPI_MCA_mca_base_component_path=$(component_path) ompi_info --param coll ofi --level 9 >"$log" 2>&1 &&
             grep -q 'MCA coll: ofi (.*Component v0.1.0)' "$log" &&
-            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\)"' "$log") -eq 4 ]]; then
-            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 4 parameters"
+            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\)"' "$log") -eq 6 ]]; then
+            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 6 parameters"
         else
-            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 4 parameters missing" "$log"
+            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 6 parameters missing" "$log"
         fi
         return
     fi
@@ -152,7 +158,8 @@ run_case() {
     esac
     case $b in
     basic) sel+=(--mca coll ofi,basic,libnbc,self) ;;
-    cache0) sel+=(--mca coll_ofi_cache_pages 0 --mca coll_ofi_fanout 3) ;;
+    cache0) sel+=(--mca coll_ofi_cache_pages 0 --mca coll_ofi_fanout 3 --mca coll_ofi_zcopy_chunk 4096) ;;
+    chunked) sel+=(--mca coll_ofi_zcopy_size 0) ;;
     badfanout) sel+=(--mca coll_ofi_fanout 0 "${HELP_TRACE[@]}") ;;
     esac
     local prog=
@@ -170,6 +177,17 @@ run_case() {
         why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
     elif [[ $btl != - && $b != mt ]]; then
         why=$(not_served "$log" "$a" "$btl")
+        # large broadcasts without copies, except where turned off
+        local zc
+        zc=$(grep -m1 -o "coll:ofi: communicator 0 rank 0: served .*; [0-9]* broadcasts without copies" "$log" |
+            sed 's/.*; \([0-9]*\) broadcasts without copies/\1/')
+        if [[ -z $why && -z $zc ]]; then
+            why="no count of broadcasts without copies for MPI_COMM_WORLD"
+        elif [[ -z $why && $b == chunked && $zc != 0 ]]; then
+            why="$zc broadcasts went without copies with coll_ofi_zcopy_size 0"
+        elif [[ -z $why && $b != chunked && $zc == 0 ]]; then
+            why="no broadcast of 8 KiB or more went without copies"
+        fi
     fi
     case $b in
     badfanout)
