@@ -51,11 +51,17 @@ mca_coll_ofi_component_t mca_coll_ofi_component = {
     .output = -1,
 };
 
-static int mca_coll_ofi_reg_int(const char *name, const char *help, int *storage, int level)
+static int mca_coll_ofi_reg(const char *name, const char *help, mca_base_var_type_t type,
+                            void *storage, int level)
 {
     return mca_base_component_var_register(&mca_coll_ofi_component.super.collm_version, name, help,
-                                           MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, level,
-                                           MCA_BASE_VAR_SCOPE_READONLY, storage);
+                                           type, NULL, 0, 0, level, MCA_BASE_VAR_SCOPE_READONLY,
+                                           storage);
+}
+
+static int mca_coll_ofi_reg_int(const char *name, const char *help, int *storage, int level)
+{
+    return mca_coll_ofi_reg(name, help, MCA_BASE_VAR_TYPE_INT, storage, level);
 }
 
 /* MPI_T performance variables, bound to a communicator: how many calls
@@ -123,23 +129,21 @@ static int mca_coll_ofi_register(void)
                                 "the reserved area instead (default 32)",
                                 &c->cache_pages, OPAL_INFO_LVL_6);
     c->zc_min = 8 * 1024;
-    (void) mca_base_component_var_register(
-        &c->super.collm_version, "zcopy_size",
+    (void) mca_coll_ofi_reg(
+        "zcopy_size",
         "Broadcasts of at least this many bytes (above 1 KiB) go without copies: every rank "
         "registers its buffer and gets the bytes straight from its parent's, instead of "
         "through the data caches (fewer round trips and no copies: faster from 2 KiB up in "
         "bench/coll.sh). 0: never. Must be the same on every rank (default 8 KiB)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->zc_min);
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_min, OPAL_INFO_LVL_6);
     c->zc_chunk = 1024 * 1024;
-    (void) mca_base_component_var_register(
-        &c->super.collm_version, "zcopy_chunk",
+    (void) mca_coll_ofi_reg(
+        "zcopy_chunk",
         "Bytes a rank gets from its parent at a time in a broadcast without copies (at least "
         "4096): a rank passes each piece on as soon as it has it. Smaller pieces overlap the "
         "tree's levels more, each costs a round of flags (1 MiB was fastest on 2 cores with 4 "
         "and 8 ranks). Must be the same on every rank (default 1 MiB)",
-        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6, MCA_BASE_VAR_SCOPE_READONLY,
-        &c->zc_chunk);
+        MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_chunk, OPAL_INFO_LVL_6);
 
     mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_bcast));

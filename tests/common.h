@@ -165,9 +165,10 @@ TC_FN int tc_cvar_find(const char *name)
     return index;
 }
 
-/* Read a string cvar into buf. Returns 0 on success, -1 if the cvar does not
- * exist, -2 if it is not a string or cannot be read. */
-TC_FN int tc_cvar_read_string(const char *name, char *buf, size_t buflen)
+/* Open the cvar called `name': its handle and datatype. Returns 0, -1 if
+ * it does not exist, -2 if it cannot be opened. */
+TC_FN int tc_cvar_open(const char *name, MPI_T_cvar_handle *handle, MPI_Datatype *dtype,
+                       int *count)
 {
     int idx = tc_cvar_find(name);
     if (idx < 0) {
@@ -177,24 +178,34 @@ TC_FN int tc_cvar_read_string(const char *name, char *buf, size_t buflen)
     char desc[1024];
     int namelen = sizeof(vname), desclen = sizeof(desc);
     int verbosity, bind, scope;
-    MPI_Datatype dtype;
     MPI_T_enum enumtype;
-    if (MPI_SUCCESS != MPI_T_cvar_get_info(idx, vname, &namelen, &verbosity, &dtype, &enumtype,
-                                           desc, &desclen, &bind, &scope)) {
+    if (MPI_SUCCESS != MPI_T_cvar_get_info(idx, vname, &namelen, &verbosity, dtype, &enumtype,
+                                           desc, &desclen, &bind, &scope)
+        || MPI_SUCCESS != MPI_T_cvar_handle_alloc(idx, NULL, handle, count)) {
         return -2;
+    }
+    return 0;
+}
+
+/* Read a string cvar into buf. Returns 0 on success, -1 if the cvar does not
+ * exist, -2 if it is not a string or cannot be read. */
+TC_FN int tc_cvar_read_string(const char *name, char *buf, size_t buflen)
+{
+    MPI_T_cvar_handle handle;
+    MPI_Datatype dtype;
+    int count = 0;
+    int rc = tc_cvar_open(name, &handle, &dtype, &count);
+    if (0 != rc) {
+        return rc;
     }
     if (dtype != MPI_CHAR) {
-        return -2;
-    }
-    MPI_T_cvar_handle handle;
-    int count = 0;
-    if (MPI_SUCCESS != MPI_T_cvar_handle_alloc(idx, NULL, &handle, &count)) {
+        MPI_T_cvar_handle_free(&handle);
         return -2;
     }
     /* count is the buffer size the implementation wants; give it plenty. */
     size_t need = (count > 0 ? (size_t) count : 0) + 4096;
     char *tmp = calloc(1, need);
-    int rc = MPI_T_cvar_read(handle, tmp);
+    rc = MPI_T_cvar_read(handle, tmp);
     MPI_T_cvar_handle_free(&handle);
     if (MPI_SUCCESS != rc) {
         free(tmp);
@@ -211,17 +222,9 @@ TC_FN int tc_cvar_read_string(const char *name, char *buf, size_t buflen)
  * cannot be read. */
 TC_FN int tc_cvar_read_ull(const char *name, unsigned long long *out)
 {
-    int idx = tc_cvar_find(name);
-    if (idx < 0) {
-        return -1;
-    }
-    char vname[256];
-    char desc[1024];
-    int namelen = sizeof(vname), desclen = sizeof(desc);
-    int verbosity, bind, scope, count = 0;
-    MPI_Datatype dtype;
-    MPI_T_enum enumtype;
     MPI_T_cvar_handle handle;
+    MPI_Datatype dtype;
+    int count = 0;
     union {
         int i;
         unsigned u;
@@ -229,13 +232,12 @@ TC_FN int tc_cvar_read_ull(const char *name, unsigned long long *out)
         unsigned long ul;
         unsigned long long ull;
     } v;
-    if (MPI_SUCCESS != MPI_T_cvar_get_info(idx, vname, &namelen, &verbosity, &dtype, &enumtype,
-                                           desc, &desclen, &bind, &scope)
-        || MPI_SUCCESS != MPI_T_cvar_handle_alloc(idx, NULL, &handle, &count)) {
-        return -2;
+    int rc = tc_cvar_open(name, &handle, &dtype, &count);
+    if (0 != rc) {
+        return rc;
     }
     memset(&v, 0, sizeof(v));
-    int rc = MPI_T_cvar_read(handle, &v);
+    rc = MPI_T_cvar_read(handle, &v);
     MPI_T_cvar_handle_free(&handle);
     if (MPI_SUCCESS != rc) {
         return -2;
