@@ -167,6 +167,16 @@ typedef struct mca_coll_ofi_module_t {
     /* served-call counters, reported at destruct */
     uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
     uint64_t n_zcopy; /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
+    uint64_t n_zcopy_reduce; /* reductions (MPI_Reduce or an allreduce's) read without copies */
+
+    /* scratch of reductions without copies (coll_ofi_reduce.c), kept from
+     * one call to the next: where a child's piece lands (registered), and
+     * the partial result of a rank that is neither root nor leaf */
+    char *zc_in;
+    size_t zc_in_size;
+    mca_btl_base_registration_handle_t *zc_in_handle;
+    char *zc_acc;
+    size_t zc_acc_size;
 } mca_coll_ofi_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ofi_module_t);
@@ -193,6 +203,19 @@ int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes
                                mca_btl_base_registration_handle_t **handle);
 void mca_coll_ofi_user_deregister(mca_coll_ofi_module_t *m,
                                   mca_btl_base_registration_handle_t *handle);
+/* Write where BUF (BYTES, registered as HANDLE) is into our zc entry and
+ * put it into PEER's (not flushed). */
+int mca_coll_ofi_zc_publish(mca_coll_ofi_module_t *m, int peer, const void *buf, size_t bytes,
+                            mca_btl_base_registration_handle_t *handle);
+/* The end of a collective without copies that used STEPS steps: on error
+ * wait for what is in flight; deregister HANDLE; advance the step. */
+int mca_coll_ofi_zc_end(mca_coll_ofi_module_t *m, int rc,
+                        mca_btl_base_registration_handle_t *handle, uint64_t steps);
+/* The module's scratch for a reduction without copies: a landing zone of
+ * SIZE bytes (registered) or a partial-result buffer of SIZE bytes; NULL
+ * when out of memory or registrations (said). */
+char *mca_coll_ofi_zc_landing(mca_coll_ofi_module_t *m, size_t size);
+char *mca_coll_ofi_zc_partial(mca_coll_ofi_module_t *m, size_t size);
 int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
 /* End a collective without waiting for its own flag puts; report an
  * earlier failure. */

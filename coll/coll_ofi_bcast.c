@@ -144,23 +144,15 @@ static int mca_coll_ofi_bcast_zc(mca_coll_ofi_module_t *m, char *buf, size_t byt
 
     rc = mca_coll_ofi_user_register(m, buf, bytes, &handle);
     if (OMPI_SUCCESS != rc) {
-        goto advance_step;
+        goto deregister;
     }
     if (t.nchildren > 0) {
         /* our entry, from our own block, to each child's, on its way
          * while we wait for our parent (flushed before our first
          * announcement) */
-        char *mine = m->block + m->off_zc + (size_t) m->rank * m->dir_stride;
-        const uint64_t addr = (uint64_t) (uintptr_t) buf, size = bytes;
-
-        memcpy(mine, &addr, sizeof(addr));
-        memcpy(mine + sizeof(addr), &size, sizeof(size));
-        if (NULL != handle) {
-            memcpy(mine + 2 * sizeof(uint64_t), handle, m->btl->btl_registration_handle_size);
-        }
         for (int i = 0; i < t.nchildren; ++i) {
             const int child = (int) ((t.first + i + root) % m->size);
-            rc = mca_coll_ofi_put(m, child, mine, (size_t) (mine - m->block), m->dir_stride);
+            rc = mca_coll_ofi_zc_publish(m, child, buf, bytes, handle);
             if (OMPI_SUCCESS != rc) {
                 goto deregister;
             }
@@ -224,15 +216,7 @@ static int mca_coll_ofi_bcast_zc(mca_coll_ofi_module_t *m, char *buf, size_t byt
     }
 
 deregister:
-    if (OMPI_SUCCESS != rc) {
-        /* nothing of ours may still read or write the buffer */
-        (void) mca_coll_ofi_complete(m);
-    }
-    mca_coll_ofi_user_deregister(m, handle);
-advance_step:
-    /* the same count on every rank, even on error (as below) */
-    m->step += nchunks + 1;
-    return rc;
+    return mca_coll_ofi_zc_end(m, rc, handle, nchunks + 1);
 }
 
 int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)

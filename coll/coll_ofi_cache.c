@@ -149,6 +149,14 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
         (void) m->btl->btl_deregister_mem(m->btl, m->handle);
         m->handle = NULL;
     }
+    mca_coll_ofi_user_deregister(m, m->zc_in_handle);
+    m->zc_in_handle = NULL;
+    free(m->zc_in);
+    m->zc_in = NULL;
+    m->zc_in_size = 0;
+    free(m->zc_acc);
+    m->zc_acc = NULL;
+    m->zc_acc_size = 0;
     free(m->block);
     m->block = NULL;
     free(m->ring_seen);
@@ -443,6 +451,74 @@ void mca_coll_ofi_user_deregister(mca_coll_ofi_module_t *m,
     if (NULL != handle) {
         (void) m->btl->btl_deregister_mem(m->btl, handle);
     }
+}
+
+int mca_coll_ofi_zc_publish(mca_coll_ofi_module_t *m, int peer, const void *buf, size_t bytes,
+                            mca_btl_base_registration_handle_t *handle)
+{
+    char *mine = m->block + m->off_zc + (size_t) m->rank * m->dir_stride;
+    const uint64_t addr = (uint64_t) (uintptr_t) buf, size = bytes;
+
+    memcpy(mine, &addr, sizeof(addr));
+    memcpy(mine + sizeof(addr), &size, sizeof(size));
+    if (NULL != handle) {
+        memcpy(mine + 2 * sizeof(uint64_t), handle, m->btl->btl_registration_handle_size);
+    }
+    return mca_coll_ofi_put(m, peer, mine, (size_t) (mine - m->block), m->dir_stride);
+}
+
+int mca_coll_ofi_zc_end(mca_coll_ofi_module_t *m, int rc,
+                        mca_btl_base_registration_handle_t *handle, uint64_t steps)
+{
+    if (OMPI_SUCCESS != rc) {
+        /* nothing of ours may still read or write the buffer */
+        (void) mca_coll_ofi_complete(m);
+    }
+    mca_coll_ofi_user_deregister(m, handle);
+    /* the same count on every rank, even on error */
+    m->step += steps;
+    return rc;
+}
+
+char *mca_coll_ofi_zc_landing(mca_coll_ofi_module_t *m, size_t size)
+{
+    if (m->zc_in_size >= size) {
+        return m->zc_in;
+    }
+    mca_coll_ofi_user_deregister(m, m->zc_in_handle);
+    m->zc_in_handle = NULL;
+    free(m->zc_in);
+    m->zc_in_size = 0;
+    m->zc_in = malloc(size);
+    if (NULL == m->zc_in) {
+        opal_output(0, "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
+                       "reduction scratch; the collective returns an error", m->cid, m->rank, size);
+        return NULL;
+    }
+    if (OMPI_SUCCESS != mca_coll_ofi_user_register(m, m->zc_in, size, &m->zc_in_handle)) {
+        free(m->zc_in);
+        m->zc_in = NULL;
+        return NULL;
+    }
+    m->zc_in_size = size;
+    return m->zc_in;
+}
+
+char *mca_coll_ofi_zc_partial(mca_coll_ofi_module_t *m, size_t size)
+{
+    if (m->zc_acc_size >= size) {
+        return m->zc_acc;
+    }
+    free(m->zc_acc);
+    m->zc_acc_size = 0;
+    m->zc_acc = malloc(size);
+    if (NULL == m->zc_acc) {
+        opal_output(0, "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
+                       "reduction scratch; the collective returns an error", m->cid, m->rank, size);
+        return NULL;
+    }
+    m->zc_acc_size = size;
+    return m->zc_acc;
 }
 
 int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,

@@ -44,7 +44,10 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->pending = 0;
     m->op_status = OMPI_SUCCESS;
     m->n_bcast = m->n_reduce = m->n_allreduce = m->n_barrier = m->n_fallback = 0;
-    m->n_zcopy = 0;
+    m->n_zcopy = m->n_zcopy_reduce = 0;
+    m->zc_in = m->zc_acc = NULL;
+    m->zc_in_size = m->zc_acc_size = 0;
+    m->zc_in_handle = NULL;
 
     m->super.coll_module_enable = mca_coll_ofi_module_enable;
     m->super.coll_bcast = mca_coll_ofi_bcast;
@@ -60,9 +63,9 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
                             "coll:ofi: communicator %u rank %d: served %" PRIu64 " bcast, %" PRIu64
                             " reduce, %" PRIu64 " allreduce, %" PRIu64 " barrier; %" PRIu64
                             " calls passed to the previous component; %" PRIu64
-                            " broadcasts without copies",
+                            " broadcasts without copies, %" PRIu64 " reductions without copies",
                             m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
-                            m->n_fallback, m->n_zcopy);
+                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce);
     }
     mca_coll_ofi_cache_release(m);
 

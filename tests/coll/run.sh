@@ -25,10 +25,11 @@
 #   coll:shm:4:cache0          coll_ofi_cache_pages 0 (the bounce page),
 #                              coll_ofi_fanout 3 and coll_ofi_zcopy_chunk
 #                              4096 (large broadcasts in many pieces)
-#   coll:shm:4:chunked         coll_ofi_zcopy_size 0: every broadcast
-#                              larger than 1 KiB through the data caches
-# Every case over an RDMA btl (but mt) also shows how many broadcasts went
-# without copies: some (those of 8 KiB and more), none in chunked.
+#   coll:shm:4:chunked         coll_ofi_zcopy_size 0: every broadcast and
+#                              reduction through the data caches
+# Every case over an RDMA btl (but mt) also shows how many broadcasts and
+# reductions went without copies: some (broadcasts of 8 KiB and more,
+# reductions larger than half the data cache), none in chunked.
 #   coll:shm:2:badfanout       coll_ofi_fanout 0: named (help message, and
 #                              coll/ofi's verbose line, as mpirun 4.1.4 now
 #                              and then drops a help message) and replaced
@@ -177,16 +178,18 @@ run_case() {
         why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
     elif [[ $btl != - && $b != mt ]]; then
         why=$(not_served "$log" "$a" "$btl")
-        # large broadcasts without copies, except where turned off
-        local zc
-        zc=$(grep -m1 -o "coll:ofi: communicator 0 rank 0: served .*; [0-9]* broadcasts without copies" "$log" |
-            sed 's/.*; \([0-9]*\) broadcasts without copies/\1/')
-        if [[ -z $why && -z $zc ]]; then
-            why="no count of broadcasts without copies for MPI_COMM_WORLD"
-        elif [[ -z $why && $b == chunked && $zc != 0 ]]; then
-            why="$zc broadcasts went without copies with coll_ofi_zcopy_size 0"
-        elif [[ -z $why && $b != chunked && $zc == 0 ]]; then
-            why="no broadcast of 8 KiB or more went without copies"
+        # large broadcasts and reductions without copies, except where
+        # turned off
+        local zc zr line
+        line=$(grep -m1 -o "coll:ofi: communicator 0 rank 0: served .*; [0-9]* broadcasts without copies, [0-9]* reductions without copies" "$log")
+        zc=$(sed -n 's/.*; \([0-9]*\) broadcasts without copies.*/\1/p' <<<"$line")
+        zr=$(sed -n 's/.*, \([0-9]*\) reductions without copies/\1/p' <<<"$line")
+        if [[ -z $why && (-z $zc || -z $zr) ]]; then
+            why="no count of broadcasts and reductions without copies for MPI_COMM_WORLD"
+        elif [[ -z $why && $b == chunked && ($zc != 0 || $zr != 0) ]]; then
+            why="$zc broadcasts and $zr reductions went without copies with coll_ofi_zcopy_size 0"
+        elif [[ -z $why && $b != chunked && ($zc == 0 || $zr == 0) ]]; then
+            why="large broadcasts ($zc) or reductions ($zr) did not go without copies"
         fi
     fi
     case $b in
