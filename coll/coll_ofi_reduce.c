@@ -312,6 +312,67 @@ deregister:
     return mca_coll_ofi_zc_end(m, rc, handle, nchunks + 1);
 }
 
+/*
+ * An allreduce of two ranks from coll_ofi_zcopy_size on: each rank
+ * registers its contribution where it is, writes where it is into the
+ * other's zc entry and announces it (ready slot, step base), gets the
+ * other's contribution whole into its landing zone, says it is done
+ * reading (credit slot, step base + 1), and combines once the other has
+ * said so too (with MPI_IN_PLACE its contribution is the buffer the
+ * result goes to). One exchange instead of a reduction and a broadcast.
+ * Rank 0's contribution comes first, for non-commutative ops. Steps
+ * used: base and base + 1.
+ */
+static int mca_coll_ofi_allreduce_pair(mca_coll_ofi_module_t *m, const char *own, char *result,
+                                       size_t count, struct ompi_datatype_t *dtype,
+                                       struct ompi_op_t *op, size_t esize)
+{
+    const int peer = 1 - m->rank;
+    const size_t bytes = count * esize;
+    const uint64_t base = m->step + 1;
+    mca_btl_base_registration_handle_t *handle = NULL;
+    char *land;
+    int rc;
+
+    land = mca_coll_ofi_zc_landing(m, bytes);
+    rc = (NULL == land) ? OMPI_ERR_OUT_OF_RESOURCE
+                        : mca_coll_ofi_user_register(m, (void *) own, bytes, &handle);
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_zc_publish(m, peer, own, bytes, handle);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_flush(m, peer);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_signal(m, peer, m->off_ready, base);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_zc_piece(m, peer, base, land, 0, bytes);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_signal(m, peer, m->off_credit, base + 1);
+    }
+    if (OMPI_SUCCESS == rc) {
+        /* the peer has read our contribution: result may now be written */
+        rc = mca_coll_ofi_wait(m, m->off_credit, peer, base + 1, peer);
+    }
+    if (OMPI_SUCCESS == rc) {
+        if (0 == m->rank) {
+            /* land = ours op theirs */
+            ompi_op_reduce(op, (void *) own, land, (int) count, dtype);
+            memcpy(result, land, bytes);
+        } else {
+            /* result = theirs op ours */
+            if (result != own) {
+                memcpy(result, own, bytes);
+            }
+            ompi_op_reduce(op, land, result, (int) count, dtype);
+        }
+        rc = mca_coll_ofi_leave(m);
+    }
+    return mca_coll_ofi_zc_end(m, rc, handle, 2);
+}
+
 /* Whether a reduction of BYTES goes without copies: from
  * coll_ofi_zcopy_size, once the caches would take it in more than one
  * chunk (in one chunk they were faster: 16-64 KiB on 4 ranks over shm,
@@ -545,6 +606,11 @@ int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
     if (m->small_size > 0 && (size_t) count * esize <= MCA_COLL_OFI_SMALL_BYTES) {
         return mca_coll_ofi_allreduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op,
                                             (size_t) count * esize);
+    }
+    if (2 == m->size && (size_t) count * esize >= mca_coll_ofi_component.zc_min) {
+        m->n_zcopy_reduce++;
+        return mca_coll_ofi_allreduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op,
+                                           esize);
     }
     if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {
         m->n_zcopy_reduce++;
