@@ -192,14 +192,15 @@ int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t rem
                      size_t size);
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
-/* SIZE bytes from RADDR of PEER (registered as RHANDLE) into LOCAL
- * (registered as LHANDLE, or NULL), outside the blocks. */
-int mca_coll_ofi_get_at(mca_coll_ofi_module_t *m, int peer, void *local,
-                        mca_btl_base_registration_handle_t *lhandle, uint64_t raddr,
-                        mca_btl_base_registration_handle_t *rhandle, size_t size);
-/* Register a user buffer with the module's btl (*HANDLE NULL where the
- * btl needs none); says why it could not. */
-int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes,
+/* Wait until PEER announced step S (ready slot), then get LEN bytes at
+ * OFF of the buffer its zc entry names into LOCAL (registered as LHANDLE,
+ * or NULL) and complete the get. */
+int mca_coll_ofi_zc_get(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *local,
+                        mca_btl_base_registration_handle_t *lhandle, size_t off, size_t len);
+/* Register a buffer outside the block with the module's btl for FLAGS
+ * (MCA_BTL_REG_FLAG_*; *HANDLE NULL where the btl needs none); says why
+ * it could not. */
+int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes, uint32_t flags,
                                mca_btl_base_registration_handle_t **handle);
 void mca_coll_ofi_user_deregister(mca_coll_ofi_module_t *m,
                                   mca_btl_base_registration_handle_t *handle);

@@ -138,34 +138,23 @@ static int mca_coll_ofi_bcast_zc(mca_coll_ofi_module_t *m, char *buf, size_t byt
     const uint64_t base = m->step + 1;
     const uint64_t done = base + nchunks;
     mca_btl_base_registration_handle_t *handle = NULL;
-    const char *pdesc = NULL;
-    uint64_t raddr = 0;
     int rc;
 
-    rc = mca_coll_ofi_user_register(m, buf, bytes, &handle);
+    /* read by our children, written by our own gets */
+    rc = mca_coll_ofi_user_register(m, buf, bytes,
+                                    MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_LOCAL_WRITE,
+                                    &handle);
     if (OMPI_SUCCESS != rc) {
         goto deregister;
     }
-    if (t.nchildren > 0) {
-        /* our entry, from our own block, to each child's, on its way
-         * while we wait for our parent (flushed before our first
-         * announcement) */
-        for (int i = 0; i < t.nchildren; ++i) {
-            const int child = (int) ((t.first + i + root) % m->size);
-            rc = mca_coll_ofi_zc_publish(m, child, buf, bytes, handle);
-            if (OMPI_SUCCESS != rc) {
-                goto deregister;
-            }
-        }
-    }
-    if (t.parent >= 0) {
-        /* the parent's entry is written before its first announcement */
-        rc = mca_coll_ofi_wait(m, m->off_ready, t.parent, base, t.parent);
+    for (int i = 0; i < t.nchildren; ++i) {
+        /* our entry, from our own block, to each child's (flushed
+         * before our first announcement) */
+        rc = mca_coll_ofi_zc_publish(m, (int) ((t.first + i + root) % m->size), buf, bytes,
+                                     handle);
         if (OMPI_SUCCESS != rc) {
             goto deregister;
         }
-        pdesc = m->block + m->off_zc + (size_t) t.parent * m->dir_stride;
-        memcpy(&raddr, pdesc, sizeof(raddr));
     }
     for (int i = 0; i < t.nchildren; ++i) {
         /* our entry visible at each child; the root announces everything */
@@ -182,20 +171,8 @@ static int mca_coll_ofi_bcast_zc(mca_coll_ofi_module_t *m, char *buf, size_t byt
         const size_t off = k * chunk;
         const size_t len = (bytes - off < chunk) ? bytes - off : chunk;
 
-        if (k > 0) {
-            rc = mca_coll_ofi_wait(m, m->off_ready, t.parent, base + k, t.parent);
-        }
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_get_at(
-                m, t.parent, buf + off, handle, raddr + off,
-                (NULL != handle) ? (mca_btl_base_registration_handle_t *) (pdesc
-                                                                           + 2 * sizeof(uint64_t))
-                                 : NULL,
-                len);
-        }
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_complete(m);
-        }
+        /* the parent's entry was written before its first announcement */
+        rc = mca_coll_ofi_zc_get(m, t.parent, base + k, buf + off, handle, off, len);
         for (int i = 0; OMPI_SUCCESS == rc && i < t.nchildren; ++i) {
             rc = mca_coll_ofi_signal(m, (int) ((t.first + i + root) % m->size), m->off_ready,
                                      base + k);

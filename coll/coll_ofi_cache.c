@@ -413,14 +413,26 @@ static int mca_coll_ofi_rdma(mca_coll_ofi_module_t *m, int peer, void *local, si
                              mca_coll_ofi_remote_handle(m, peer), size, put);
 }
 
-int mca_coll_ofi_get_at(mca_coll_ofi_module_t *m, int peer, void *local,
-                        mca_btl_base_registration_handle_t *lhandle, uint64_t raddr,
-                        mca_btl_base_registration_handle_t *rhandle, size_t size)
+int mca_coll_ofi_zc_get(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *local,
+                        mca_btl_base_registration_handle_t *lhandle, size_t off, size_t len)
 {
-    return mca_coll_ofi_move(m, peer, local, lhandle, raddr, rhandle, size, false);
+    const char *entry = m->block + m->off_zc + (size_t) peer * m->dir_stride;
+    mca_btl_base_registration_handle_t *rhandle =
+        (NULL != m->btl->btl_register_mem)
+            ? (mca_btl_base_registration_handle_t *) (entry + 2 * sizeof(uint64_t))
+            : NULL;
+    uint64_t raddr;
+    int rc = mca_coll_ofi_wait(m, m->off_ready, peer, s, peer);
+
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    memcpy(&raddr, entry, sizeof(raddr));
+    rc = mca_coll_ofi_move(m, peer, local, lhandle, raddr + off, rhandle, len, false);
+    return (OMPI_SUCCESS == rc) ? mca_coll_ofi_complete(m) : rc;
 }
 
-int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes,
+int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes, uint32_t flags,
                                mca_btl_base_registration_handle_t **handle)
 {
     mca_btl_base_registration_handle_t *h;
@@ -429,13 +441,13 @@ int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes
         *handle = NULL;
         return OMPI_SUCCESS;
     }
-    h = m->btl->btl_register_mem(m->btl, MCA_BTL_ENDPOINT_ANY, buf, bytes,
-                                 MCA_BTL_REG_FLAG_ACCESS_ANY);
+    h = m->btl->btl_register_mem(m->btl, MCA_BTL_ENDPOINT_ANY, buf, bytes, flags);
     if (NULL == h) {
         opal_output(0,
-                    "coll:ofi: communicator %u rank %d: btl %s could not register the %zu-byte "
-                    "buffer of a broadcast (out of registrations or memory?); the collective "
-                    "returns an error. coll_ofi_priority 0 leaves collectives to the previous "
+                    "coll:ofi: communicator %u rank %d: btl %s could not register %zu bytes "
+                    "for a collective without copies (out of registrations or memory?); the "
+                    "collective returns an error. coll_ofi_zcopy_size 0 keeps collectives in "
+                    "the registered caches, coll_ofi_priority 0 leaves them to the previous "
                     "component",
                     m->cid, m->rank, m->btl->btl_component->btl_version.mca_component_name,
                     bytes);
@@ -480,45 +492,48 @@ int mca_coll_ofi_zc_end(mca_coll_ofi_module_t *m, int rc,
     return rc;
 }
 
+/* *BUF grown to SIZE bytes (its contents not kept), *HAVE its size. */
+static char *mca_coll_ofi_scratch(mca_coll_ofi_module_t *m, char **buf, size_t *have, size_t size)
+{
+    if (*have >= size) {
+        return *buf;
+    }
+    free(*buf);
+    *have = 0;
+    *buf = malloc(size);
+    if (NULL == *buf) {
+        opal_output(0, "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
+                       "reduction scratch; the collective returns an error", m->cid, m->rank, size);
+        return NULL;
+    }
+    *have = size;
+    return *buf;
+}
+
 char *mca_coll_ofi_zc_landing(mca_coll_ofi_module_t *m, size_t size)
 {
     if (m->zc_in_size >= size) {
         return m->zc_in;
     }
+    /* a new zone: the old one's registration goes with it; ours is only
+     * written by our own gets */
     mca_coll_ofi_user_deregister(m, m->zc_in_handle);
     m->zc_in_handle = NULL;
-    free(m->zc_in);
-    m->zc_in_size = 0;
-    m->zc_in = malloc(size);
-    if (NULL == m->zc_in) {
-        opal_output(0, "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
-                       "reduction scratch; the collective returns an error", m->cid, m->rank, size);
+    if (NULL == mca_coll_ofi_scratch(m, &m->zc_in, &m->zc_in_size, size)) {
         return NULL;
     }
-    if (OMPI_SUCCESS != mca_coll_ofi_user_register(m, m->zc_in, size, &m->zc_in_handle)) {
-        free(m->zc_in);
-        m->zc_in = NULL;
+    if (OMPI_SUCCESS
+        != mca_coll_ofi_user_register(m, m->zc_in, size, MCA_BTL_REG_FLAG_LOCAL_WRITE,
+                                      &m->zc_in_handle)) {
+        m->zc_in_size = 0; /* registered next time */
         return NULL;
     }
-    m->zc_in_size = size;
     return m->zc_in;
 }
 
 char *mca_coll_ofi_zc_partial(mca_coll_ofi_module_t *m, size_t size)
 {
-    if (m->zc_acc_size >= size) {
-        return m->zc_acc;
-    }
-    free(m->zc_acc);
-    m->zc_acc_size = 0;
-    m->zc_acc = malloc(size);
-    if (NULL == m->zc_acc) {
-        opal_output(0, "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
-                       "reduction scratch; the collective returns an error", m->cid, m->rank, size);
-        return NULL;
-    }
-    m->zc_acc_size = size;
-    return m->zc_acc;
+    return mca_coll_ofi_scratch(m, &m->zc_acc, &m->zc_acc_size, size);
 }
 
 int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,

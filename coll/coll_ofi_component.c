@@ -136,15 +136,17 @@ static int mca_coll_ofi_register(void)
         "through the data caches (fewer round trips and no copies: faster from 2 KiB up in "
         "bench/coll.sh); so do reductions of this size that the caches would take in more "
         "than one chunk (a parent gets its children's partial results where they are "
-        "computed). 0: never. Must be the same on every rank (default 8 KiB)",
+        "computed), and allreduces of this size on two ranks (one exchange). 0: never. Must "
+        "be the same on every rank (default 8 KiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_min, OPAL_INFO_LVL_6);
     c->zc_chunk = 1024 * 1024;
     (void) mca_coll_ofi_reg(
         "zcopy_chunk",
         "Bytes a rank gets from its parent (broadcast) or child (reduction) at a time without "
-        "copies (at least 4096): a rank passes each piece on as soon as it has it. Smaller pieces overlap the "
-        "tree's levels more, each costs a round of flags (1 MiB was fastest on 2 cores with 4 "
-        "and 8 ranks). Must be the same on every rank (default 1 MiB)",
+        "copies (at least 4096): a rank passes each piece on as soon as it has it. Smaller "
+        "pieces overlap the tree's levels more, each costs a round of flags (1 MiB was "
+        "fastest on 2 cores with 4 and 8 ranks). Must be the same on every rank (default "
+        "1 MiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_chunk, OPAL_INFO_LVL_6);
 
     mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
@@ -166,8 +168,9 @@ static int mca_coll_ofi_register(void)
                           "moved without copies on the communicator (coll_ofi_zcopy_size)",
                           offsetof(mca_coll_ofi_module_t, n_zcopy));
     mca_coll_ofi_reg_pvar("zcopy_reduce",
-                          "Reductions (MPI_Reduce, or the first half of an allreduce) coll/ofi "
-                          "read without copies on the communicator (coll_ofi_zcopy_size)",
+                          "Reductions (MPI_Reduce, the first half of an allreduce, or a "
+                          "two-rank allreduce's exchange) coll/ofi read without copies on the "
+                          "communicator (coll_ofi_zcopy_size)",
                           offsetof(mca_coll_ofi_module_t, n_zcopy_reduce));
     return OMPI_SUCCESS;
 }

@@ -163,25 +163,12 @@ advance_step:
     return rc;
 }
 
-/* Wait until PEER announced step S, then get LEN bytes at OFF of the
- * partial result its zc entry names into IN. */
+/* A piece of PEER's partial result (see mca_coll_ofi_zc_get) into the
+ * landing zone IN. */
 static int mca_coll_ofi_zc_piece(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *in,
                                  size_t off, size_t len)
 {
-    const char *entry = m->block + m->off_zc + (size_t) peer * m->dir_stride;
-    mca_btl_base_registration_handle_t *rhandle =
-        (NULL != m->btl->btl_register_mem)
-            ? (mca_btl_base_registration_handle_t *) (entry + 2 * sizeof(uint64_t))
-            : NULL;
-    uint64_t raddr;
-    int rc = mca_coll_ofi_wait(m, m->off_ready, peer, s, peer);
-
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    memcpy(&raddr, entry, sizeof(raddr));
-    rc = mca_coll_ofi_get_at(m, peer, in, m->zc_in_handle, raddr + off, rhandle, len);
-    return (OMPI_SUCCESS == rc) ? mca_coll_ofi_complete(m) : rc;
+    return mca_coll_ofi_zc_get(m, peer, s, in, m->zc_in_handle, off, len);
 }
 
 /*
@@ -241,7 +228,8 @@ static int mca_coll_ofi_reduce_zc(mca_coll_ofi_module_t *m, const char *own, cha
     }
     part = (NULL != acc) ? acc : own;
     if (roles.parent >= 0) {
-        rc = mca_coll_ofi_user_register(m, (void *) part, bytes, &handle);
+        rc = mca_coll_ofi_user_register(m, (void *) part, bytes, MCA_BTL_REG_FLAG_REMOTE_READ,
+                                        &handle);
         if (OMPI_SUCCESS != rc) {
             goto deregister;
         }
@@ -336,7 +324,8 @@ static int mca_coll_ofi_allreduce_pair(mca_coll_ofi_module_t *m, const char *own
 
     land = mca_coll_ofi_zc_landing(m, bytes);
     rc = (NULL == land) ? OMPI_ERR_OUT_OF_RESOURCE
-                        : mca_coll_ofi_user_register(m, (void *) own, bytes, &handle);
+                        : mca_coll_ofi_user_register(m, (void *) own, bytes,
+                                                     MCA_BTL_REG_FLAG_REMOTE_READ, &handle);
     if (OMPI_SUCCESS == rc) {
         rc = mca_coll_ofi_zc_publish(m, peer, own, bytes, handle);
     }
