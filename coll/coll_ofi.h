@@ -34,6 +34,7 @@
 
 #include "ompi_config.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "mpi.h"
@@ -76,6 +77,14 @@ BEGIN_C_DECLS
  * c % GATHER_SETS of one slot per rank (a flag head, then SMALL_BYTES) in
  * the root's reserved area, so a rank that is not the root puts its
  * contribution and returns, up to GATHER_SETS calls ahead of the root. */
+/* A directory entry (and a zc entry): block or buffer address, data
+ * size, the name of the block's shared-memory segment (coll_ofi_shm.c;
+ * empty when there is none, unused in zc entries), then the btl's
+ * registration handle. */
+#define MCA_COLL_OFI_SHM_NAME 32
+#define MCA_COLL_OFI_DIR_NAME (2 * sizeof(uint64_t))
+#define MCA_COLL_OFI_DIR_HANDLE (MCA_COLL_OFI_DIR_NAME + MCA_COLL_OFI_SHM_NAME)
+
 #define MCA_COLL_OFI_GATHER_SETS 4
 #define MCA_COLL_OFI_GATHER_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_SMALL_BYTES)
 
@@ -85,8 +94,9 @@ typedef struct mca_coll_ofi_component_t {
     int verbose;
     int fanout;
     int cache_pages;
-    size_t zc_min;   /* broadcasts from this size go without copies (see coll_ofi_bcast.c) */
-    size_t zc_chunk; /* in pieces of this size */
+    size_t zc_min;     /* broadcasts from this size go without copies (see coll_ofi_bcast.c) */
+    size_t zc_chunk;   /* in pieces of this size */
+    int shared_memory; /* map the blocks of peers on this node (coll_ofi_cache.c) */
     int output;
 } mca_coll_ofi_component_t;
 
@@ -144,6 +154,10 @@ typedef struct mca_coll_ofi_module_t {
 
     /* the registered block and its layout (offsets from block) */
     char *block;
+    bool block_shared;                    /* block is our shared-memory segment (coll_ofi_shm.c) */
+    char shm_name[MCA_COLL_OFI_SHM_NAME]; /* its name until local peers mapped it */
+    char **peer_map; /* per rank: its block mapped here, NULL: through the btl */
+    int n_mapped;    /* local peers mapped */
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,
@@ -166,7 +180,7 @@ typedef struct mca_coll_ofi_module_t {
 
     /* served-call counters, reported at destruct */
     uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
-    uint64_t n_zcopy; /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
+    uint64_t n_zcopy;        /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
     uint64_t n_zcopy_reduce; /* reductions (MPI_Reduce or an allreduce's) read without copies */
 
     /* scratch of reductions without copies (coll_ofi_reduce.c), kept from
@@ -183,6 +197,12 @@ OBJ_CLASS_DECLARATION(mca_coll_ofi_module_t);
 
 /* component / module */
 mca_coll_base_module_t *mca_coll_ofi_comm_query(struct ompi_communicator_t *comm, int *priority);
+
+/* blocks in shared memory for peers on this node (coll_ofi_shm.c) */
+void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size);
+void mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m);
+void mca_coll_ofi_shm_unlink(mca_coll_ofi_module_t *m);
+void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m);
 
 /* cache: set-up, teardown and the RDMA primitives */
 int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m);

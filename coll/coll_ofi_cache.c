@@ -95,7 +95,7 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
         + ((0 < m->small_size) ? MCA_COLL_OFI_GATHER_SETS * n * MCA_COLL_OFI_GATHER_STRIDE : 0);
     m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * MCA_COLL_OFI_RING_STRIDE;
     /* per rank: block address, data size, registration handle */
-    m->dir_stride = 2 * sizeof(uint64_t) + MCA_COLL_OFI_ALIGN(hsize, 8);
+    m->dir_stride = MCA_COLL_OFI_DIR_HANDLE + MCA_COLL_OFI_ALIGN(hsize, 8);
     /* then one entry of the same form per rank: where a large broadcast's
      * parent (that rank) registered its buffer (coll_ofi_bcast.c) */
     m->off_zc = m->off_dir + n * m->dir_stride;
@@ -106,13 +106,22 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
 
     m->ring_seen = calloc(n, sizeof(*m->ring_seen));
     m->reduce_seen = calloc(n, sizeof(*m->reduce_seen));
-    if (NULL == m->ring_seen || NULL == m->reduce_seen
-        || 0 != posix_memalign((void **) &m->block, MCA_COLL_OFI_PAGE_SIZE, m->block_size)) {
-        m->block = NULL;
+    m->peer_map = calloc(n, sizeof(*m->peer_map));
+    if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->peer_map) {
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    memset(m->block, 0, m->off_data);
+    /* shared memory where a peer is on this node, else private (a new
+     * segment is zeroed already) */
+    mca_coll_ofi_shm_create(m, m->block_size);
+    if (NULL == m->block) {
+        if (0 != posix_memalign((void **) &m->block, MCA_COLL_OFI_PAGE_SIZE, m->block_size)) {
+            m->block = NULL;
+            *why = "out of memory for the cache";
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        memset(m->block, 0, m->off_data);
+    }
 
     if (0 == m->data_size) {
         /* coll_ofi_cache_pages 0: payload moves through the bounce page */
@@ -133,6 +142,7 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     return OMPI_SUCCESS;
 
 free_block:
+    mca_coll_ofi_shm_release(m); /* our block if shared */
     free(m->block);
     m->block = NULL;
     return OMPI_ERR_OUT_OF_RESOURCE;
@@ -157,6 +167,7 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     free(m->zc_acc);
     m->zc_acc = NULL;
     m->zc_acc_size = 0;
+    mca_coll_ofi_shm_release(m); /* the peers' mappings, our block if shared */
     free(m->block);
     m->block = NULL;
     free(m->ring_seen);
@@ -231,12 +242,33 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
     }
     memcpy(send, &base, sizeof(base));
     memcpy(send + sizeof(base), &dsize, sizeof(dsize));
+    memcpy(send + MCA_COLL_OFI_DIR_NAME, m->shm_name, MCA_COLL_OFI_SHM_NAME);
     if (NULL != m->handle) {
-        memcpy(send + 2 * sizeof(uint64_t), m->handle, m->btl->btl_registration_handle_size);
+        memcpy(send + MCA_COLL_OFI_DIR_HANDLE, m->handle, m->btl->btl_registration_handle_size);
     }
     rc = m->prev_allgather(send, (int) m->dir_stride, MPI_BYTE, m->block + m->off_dir,
                            (int) m->dir_stride, MPI_BYTE, m->comm, m->prev_allgather_module);
     free(send);
+    return rc;
+}
+
+/* Map the blocks of local peers that made theirs shared, then (once every
+ * rank has: one barrier through the previous component, called by every
+ * rank alike as the directory is the same everywhere) remove the names. */
+static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
+{
+    bool named = false;
+    int rc;
+
+    for (int r = 0; r < m->size && !named; ++r) {
+        named = '\0' != m->block[m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME];
+    }
+    if (!named) {
+        return OMPI_SUCCESS;
+    }
+    mca_coll_ofi_shm_attach(m);
+    rc = m->prev_barrier(m->comm, m->prev_barrier_module);
+    mca_coll_ofi_shm_unlink(m);
     return rc;
 }
 
@@ -285,15 +317,20 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     if (OMPI_SUCCESS != rc) {
         goto release_cache;
     }
+    rc = mca_coll_ofi_map_peers(m);
+    if (OMPI_SUCCESS != rc) {
+        goto release_cache;
+    }
 
     m->state = MCA_COLL_OFI_SERVING;
     /* one line per communicator (every rank decided the same); each
      * rank's own at verbosity 2 */
     opal_output_verbose(0 == m->rank ? 1 : 2, mca_coll_ofi_component.output,
                         "coll:ofi: serving communicator %u with %d ranks over btl %s "
-                        "(rank %d, %zu-byte data cache, fanout %d)",
+                        "(rank %d, %zu-byte data cache, fanout %d, %d peers through shared "
+                        "memory)",
                         m->cid, m->size, m->btl->btl_component->btl_version.mca_component_name,
-                        m->rank, m->data_size, mca_coll_ofi_component.fanout);
+                        m->rank, m->data_size, mca_coll_ofi_component.fanout, m->n_mapped);
     return 1;
 
 release_cache:
@@ -335,7 +372,7 @@ static mca_btl_base_registration_handle_t *mca_coll_ofi_remote_handle(mca_coll_o
     }
     return (mca_btl_base_registration_handle_t *) (m->block + m->off_dir
                                                    + (size_t) peer * m->dir_stride
-                                                   + 2 * sizeof(uint64_t));
+                                                   + MCA_COLL_OFI_DIR_HANDLE);
 }
 
 static void mca_coll_ofi_rdma_done(struct mca_btl_base_module_t *btl,
@@ -397,17 +434,44 @@ static int mca_coll_ofi_move(mca_coll_ofi_module_t *m, int peer, void *local,
         size_t len = (size - done < limit) ? size - done : limit;
         MCA_COLL_OFI_ISSUE(m, rc,
                            move(btl, m->endpoints[peer], (char *) local + done, raddr + done,
-                                lhandle, rhandle, len, 0, MCA_BTL_NO_ORDER,
-                                mca_coll_ofi_rdma_done, m, NULL));
+                                lhandle, rhandle, len, 0, MCA_BTL_NO_ORDER, mca_coll_ofi_rdma_done,
+                                m, NULL));
         done += len;
     }
     return rc;
 }
 
-/* SIZE bytes between LOCAL (in our block) and REMOTE_OFF of PEER's block */
+/* SIZE bytes between LOCAL and REMOTE of a peer's block mapped here,
+ * done when this returns. An aligned word (a flag, a counter, a zc entry's
+ * first field) is one atomic access, so a reader never sees half of it;
+ * ordering against the flag that follows is the signal's release store. */
+static void mca_coll_ofi_direct(char *remote, void *local, size_t size, bool put)
+{
+    if (sizeof(uint64_t) == size && 0 == ((uintptr_t) remote & (sizeof(uint64_t) - 1))) {
+        uint64_t v;
+        if (put) {
+            memcpy(&v, local, sizeof(v));
+            __atomic_store_n((uint64_t *) remote, v, __ATOMIC_RELEASE);
+        } else {
+            v = __atomic_load_n((uint64_t *) remote, __ATOMIC_ACQUIRE);
+            memcpy(local, &v, sizeof(v));
+        }
+    } else if (put) {
+        memcpy(remote, local, size);
+    } else {
+        memcpy(local, remote, size);
+    }
+}
+
+/* SIZE bytes between LOCAL (in our block, or anywhere for a peer whose
+ * block is mapped here) and REMOTE_OFF of PEER's block */
 static int mca_coll_ofi_rdma(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                              size_t size, bool put)
 {
+    if (NULL != m->peer_map[peer]) {
+        mca_coll_ofi_direct(m->peer_map[peer] + remote_off, local, size, put);
+        return OMPI_SUCCESS;
+    }
     return mca_coll_ofi_move(m, peer, local, m->handle,
                              mca_coll_ofi_remote_base(m, peer) + remote_off,
                              mca_coll_ofi_remote_handle(m, peer), size, put);
@@ -419,7 +483,7 @@ int mca_coll_ofi_zc_get(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *lo
     const char *entry = m->block + m->off_zc + (size_t) peer * m->dir_stride;
     mca_btl_base_registration_handle_t *rhandle =
         (NULL != m->btl->btl_register_mem)
-            ? (mca_btl_base_registration_handle_t *) (entry + 2 * sizeof(uint64_t))
+            ? (mca_btl_base_registration_handle_t *) (entry + MCA_COLL_OFI_DIR_HANDLE)
             : NULL;
     uint64_t raddr;
     int rc = mca_coll_ofi_wait(m, m->off_ready, peer, s, peer);
@@ -449,8 +513,7 @@ int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes
                     "collective returns an error. coll_ofi_zcopy_size 0 keeps collectives in "
                     "the registered caches, coll_ofi_priority 0 leaves them to the previous "
                     "component",
-                    m->cid, m->rank, m->btl->btl_component->btl_version.mca_component_name,
-                    bytes);
+                    m->cid, m->rank, m->btl->btl_component->btl_version.mca_component_name, bytes);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     *handle = h;
@@ -474,7 +537,7 @@ int mca_coll_ofi_zc_publish(mca_coll_ofi_module_t *m, int peer, const void *buf,
     memcpy(mine, &addr, sizeof(addr));
     memcpy(mine + sizeof(addr), &size, sizeof(size));
     if (NULL != handle) {
-        memcpy(mine + 2 * sizeof(uint64_t), handle, m->btl->btl_registration_handle_size);
+        memcpy(mine + MCA_COLL_OFI_DIR_HANDLE, handle, m->btl->btl_registration_handle_size);
     }
     return mca_coll_ofi_put(m, peer, mine, (size_t) (mine - m->block), m->dir_stride);
 }
@@ -502,8 +565,10 @@ static char *mca_coll_ofi_scratch(mca_coll_ofi_module_t *m, char **buf, size_t *
     *have = 0;
     *buf = malloc(size);
     if (NULL == *buf) {
-        opal_output(0, "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
-                       "reduction scratch; the collective returns an error", m->cid, m->rank, size);
+        opal_output(0,
+                    "coll:ofi: communicator %u rank %d: out of memory for %zu bytes of "
+                    "reduction scratch; the collective returns an error",
+                    m->cid, m->rank, size);
         return NULL;
     }
     *have = size;
@@ -582,7 +647,9 @@ int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer)
 {
     int rc = mca_coll_ofi_complete(m);
 
-    if (OMPI_SUCCESS == rc && NULL != m->btl->btl_flush) {
+    /* stores into a mapped block are there already; the flag's release
+     * store orders them */
+    if (OMPI_SUCCESS == rc && NULL != m->btl->btl_flush && NULL == m->peer_map[peer]) {
         rc = m->btl->btl_flush(m->btl, m->endpoints[peer]);
         if (OPAL_SUCCESS != rc) {
             opal_output(0,
@@ -611,6 +678,11 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
     uint64_t *src = mca_coll_ofi_slot(m, m->off_src, peer);
     int rc;
 
+    if (NULL != m->peer_map[peer]) {
+        /* payload stores (ours, or memcpy into our block) before the flag */
+        __atomic_store_n((uint64_t *) (m->peer_map[peer] + remote_off), value, __ATOMIC_RELEASE);
+        return OMPI_SUCCESS;
+    }
     if (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0) {
         rc = mca_coll_ofi_complete(m);
         if (OMPI_SUCCESS != rc) {
@@ -701,8 +773,12 @@ static int mca_coll_ofi_probe(mca_coll_ofi_module_t *m, int writer)
         if (p == m->rank) {
             continue;
         }
-        rc = mca_coll_ofi_get(m, p, &h->probe, offsetof(mca_coll_ofi_header_t, probe),
-                              sizeof(h->probe));
+        /* through the btl even towards a mapped peer: only the btl can
+         * tell that a peer is gone */
+        rc = mca_coll_ofi_move(m, p, &h->probe, m->handle,
+                               mca_coll_ofi_remote_base(m, p)
+                                   + offsetof(mca_coll_ofi_header_t, probe),
+                               mca_coll_ofi_remote_handle(m, p), sizeof(h->probe), false);
         if (OMPI_SUCCESS == rc) {
             rc = mca_coll_ofi_complete(m);
         }

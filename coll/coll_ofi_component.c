@@ -149,6 +149,16 @@ static int mca_coll_ofi_register(void)
         "1 MiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_chunk, OPAL_INFO_LVL_6);
 
+    c->shared_memory = 1;
+    (void) mca_coll_ofi_reg_int(
+        "shared_memory",
+        "1 (default): a rank's cache block is a shared-memory segment, and peers on the same "
+        "node map it and read and write it with loads and stores (as osc/rdma maps the windows "
+        "of MPI_Win_allocate), so a flag or a small message to a local peer is one store "
+        "instead of a btl put, flush and flag put; peers on other nodes, and the buffers of "
+        "collectives without copies, still go through the btl. 0: every peer through the btl",
+        &c->shared_memory, OPAL_INFO_LVL_6);
+
     mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_bcast));
     mca_coll_ofi_reg_pvar("served_reduce", "MPI_Reduce calls coll/ofi served on the communicator",

@@ -30,6 +30,10 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->btl = NULL;
     m->endpoints = NULL;
     m->block = NULL;
+    m->block_shared = false;
+    m->shm_name[0] = '\0';
+    m->peer_map = NULL;
+    m->n_mapped = 0;
     m->block_size = 0;
     m->handle = NULL;
     m->data = NULL;

@@ -15,10 +15,16 @@
 #   tests/coll/run.sh --list        the case names
 #
 # Cases:
-#   ompi_info                  coll ofi v0.1.0 and its 6 parameters
+#   ompi_info                  coll ofi v0.1.0 and its 7 parameters
 #   coll:PROV:NP               btl ofi,self with provider PROV (shm,
-#                              sockets, tcp+ofi_rxm, udp+ofi_rxd), NP ranks
-#   coll:vader:NP              btl vader,self
+#                              sockets, tcp+ofi_rxm, udp+ofi_rxd), NP ranks;
+#                              the network providers with
+#                              coll_ofi_shared_memory 0, so that every
+#                              peer goes through their RDMA (on shm every
+#                              peer is mapped: NP-1 peers through shared
+#                              memory, checked)
+#   coll:shm:4:btlonly         shm with coll_ofi_shared_memory 0
+#   coll:vader:NP              btl vader,self (peers mapped, checked)
 #   coll:vader:4:basic         on top of coll/basic, whose allreduce is
 #                              built on the communicator's bcast and reduce
 #                              (ours): the set-up exchange must not recurse
@@ -68,6 +74,7 @@ list_cases() {
         echo "coll:vader:$np"
     done
     echo "coll:vader:4:basic"
+    echo "coll:shm:4:btlonly"
     echo "coll:shm:4:cache0"
     echo "coll:shm:4:chunked"
     echo "coll:shm:2:badfanout"
@@ -132,10 +139,10 @@ run_case() {
         label="coll ompi_info"
         if OMPI_MCA_mca_base_component_path=$(component_path) ompi_info --param coll ofi --level 9 >"$log" 2>&1 &&
             grep -q 'MCA coll: ofi (.*Component v0.1.0)' "$log" &&
-            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\)"' "$log") -eq 6 ]]; then
-            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 6 parameters"
+            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\|shared_memory\)"' "$log") -eq 7 ]]; then
+            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 7 parameters"
         else
-            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 6 parameters missing" "$log"
+            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 7 parameters missing" "$log"
         fi
         return
     fi
@@ -157,6 +164,13 @@ run_case() {
         sel=(--mca btl ofi,self --mca btl_ofi_provider_include "$prov")
         ;;
     esac
+    # peers mapped (rank 0's serving line): all on shm and vader, none
+    # where shared memory is off
+    local mapped=$((a - 1))
+    if [[ $b == btlonly || ($pname != shm && $pname != vader && $pname != tcp) ]]; then
+        sel+=(--mca coll_ofi_shared_memory 0)
+        mapped=0
+    fi
     case $b in
     basic) sel+=(--mca coll ofi,basic,libnbc,self) ;;
     cache0) sel+=(--mca coll_ofi_cache_pages 0 --mca coll_ofi_fanout 3 --mca coll_ofi_zcopy_chunk 4096) ;;
@@ -167,10 +181,16 @@ run_case() {
     # 4 threads per rank on 2 cores: yield when idle, as an oversubscribed
     # job should (spinning, the tcp;ofi_rxm case took 44 s instead of 1)
     [[ $b == mt ]] && prog=$bindir/colltest_mt sel+=(--mca mpi_yield_when_idle 1)
+    rm -f /dev/shm/coll_ofi.*
     EXPECT_BTL=$btl COLL_PROG=$prog coll_job "$log" "$a" "${sel[@]}"
     rc=$?
     why=""
-    if ((rc == 124 || rc == 137)); then
+    # a block's name is removed once the local peers mapped it
+    local left
+    left=$(cd /dev/shm && echo coll_ofi.*)
+    if [[ $left != "coll_ofi.*" ]]; then
+        why="shared-memory blocks left in /dev/shm: $left"
+    elif ((rc == 124 || rc == 137)); then
         why="timed out after ${test_timeout}s (hang?)"
     elif ((rc != 0)); then
         why="exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")"
@@ -178,6 +198,9 @@ run_case() {
         why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
     elif [[ $btl != - && $b != mt ]]; then
         why=$(not_served "$log" "$a" "$btl")
+        if [[ -z $why ]] && ! grep -q "coll:ofi: serving communicator 0 with $a ranks over btl $btl (rank 0, .*, $mapped peers through shared memory)" "$log"; then
+            why="rank 0 did not map $mapped peers' blocks: $(grep -m1 -o 'rank 0, .*peers through shared memory' "$log")"
+        fi
         # large broadcasts and reductions without copies, except where
         # turned off
         local zc zr line
@@ -223,6 +246,7 @@ run_case() {
         return
     fi
     [[ $b == mt ]] || served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
+    [[ $btl != - && $b != mt ]] && served+="; $mapped peers through shared memory"
     report PASS "$label" $((SECONDS - t0)) "${served:-results right, served by the previous component}"
 }
 

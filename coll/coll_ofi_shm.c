@@ -1,0 +1,161 @@
+/*
+ * coll/ofi blocks in shared memory: peers on the same node reach each
+ * other's cache block with loads and stores instead of btl puts and gets.
+ *
+ * Why: a flag or a small payload through a btl is a put, a completion, a
+ * flush and a flag put, each through the provider's queue and often the
+ * target's progress (1-2 us each on shm); coll/tuned's eager sends do not
+ * wait for any of that. Between processes of one node a store into a
+ * mapped page does the same work in nanoseconds and needs nothing from
+ * the target. osc/rdma does the same for the windows of MPI_Win_allocate.
+ *
+ * Each rank's block is its own POSIX shared-memory object; its name goes
+ * into the directory exchange, local peers map it, and once every rank
+ * has mapped what it wants the name is unlinked, so nothing is left in
+ * /dev/shm if a process dies later. Whether a pair of ranks uses the
+ * mapping or the btl need not agree: both reach the same memory, with the
+ * same ordering (payload first, then a release store or a flushed put of
+ * the flag), so a rank that could not map a peer simply keeps the btl
+ * towards it.
+ */
+
+#include "coll_ofi.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ompi/proc/proc.h"
+#include "opal/util/output.h"
+
+static bool mca_coll_ofi_shm_local(mca_coll_ofi_module_t *m, int r)
+{
+    ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, r);
+
+    return r != m->rank && NULL != proc && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
+}
+
+/* Map a new segment of SIZE bytes for our block; leaves m->block NULL
+ * (and says why at verbosity 2) when there is no local peer or the
+ * segment cannot be made, and the caller allocates private memory. */
+void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size)
+{
+    static unsigned serial;
+    bool any = false;
+    void *base;
+    int fd, err;
+
+    m->shm_name[0] = '\0';
+    if (!mca_coll_ofi_component.shared_memory) {
+        return;
+    }
+    for (int r = 0; r < m->size && !any; ++r) {
+        any = mca_coll_ofi_shm_local(m, r);
+    }
+    if (!any) {
+        return;
+    }
+    /* unique on the node: our pid and a count of our blocks */
+    (void) snprintf(m->shm_name, sizeof(m->shm_name), "/coll_ofi.%d.%u", (int) getpid(),
+                    __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+    fd = shm_open(m->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        goto say_why;
+    }
+    if (0 != ftruncate(fd, (off_t) size)) {
+        goto unlink_name;
+    }
+    base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (MAP_FAILED == base) {
+        goto unlink_name;
+    }
+    (void) close(fd);
+    m->block = base;
+    m->block_shared = true;
+    return;
+
+unlink_name:
+    err = errno;
+    (void) close(fd);
+    (void) shm_unlink(m->shm_name);
+    errno = err;
+say_why:
+    opal_output_verbose(2, mca_coll_ofi_component.output,
+                        "coll:ofi: communicator %u rank %d: no shared-memory block (%s of %zu "
+                        "bytes: %s; is /dev/shm full?); local peers go through the btl",
+                        m->cid, m->rank, m->shm_name, size, strerror(errno));
+    m->shm_name[0] = '\0';
+}
+
+/* Map the blocks of the local peers whose directory entry names one. */
+void mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
+{
+    m->n_mapped = 0;
+    for (int r = 0; r < m->size; ++r) {
+        const char *name =
+            m->block + m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME;
+        char copy[MCA_COLL_OFI_SHM_NAME];
+        void *base;
+        int fd;
+
+        if ('\0' == name[0] || !mca_coll_ofi_shm_local(m, r)) {
+            continue;
+        }
+        memcpy(copy, name, sizeof(copy));
+        copy[sizeof(copy) - 1] = '\0';
+        fd = shm_open(copy, O_RDWR, 0);
+        if (fd < 0) {
+            opal_output_verbose(2, mca_coll_ofi_component.output,
+                                "coll:ofi: communicator %u rank %d: cannot open rank %d's block "
+                                "%s (%s); it goes through the btl",
+                                m->cid, m->rank, r, copy, strerror(errno));
+            continue;
+        }
+        /* every block has the same size: the layout is agreed by the vote */
+        base = mmap(NULL, m->block_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        (void) close(fd);
+        if (MAP_FAILED == base) {
+            opal_output_verbose(2, mca_coll_ofi_component.output,
+                                "coll:ofi: communicator %u rank %d: cannot map rank %d's block "
+                                "(%s); it goes through the btl",
+                                m->cid, m->rank, r, strerror(errno));
+            continue;
+        }
+        m->peer_map[r] = base;
+        ++m->n_mapped;
+    }
+}
+
+/* Remove our block's name once every local peer has mapped it. */
+void mca_coll_ofi_shm_unlink(mca_coll_ofi_module_t *m)
+{
+    if ('\0' != m->shm_name[0]) {
+        (void) shm_unlink(m->shm_name);
+        m->shm_name[0] = '\0';
+    }
+}
+
+/* Unmap the peers' blocks; our own block if it is shared. */
+void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m)
+{
+    mca_coll_ofi_shm_unlink(m);
+    if (NULL != m->peer_map) {
+        for (int r = 0; r < m->size; ++r) {
+            if (NULL != m->peer_map[r]) {
+                (void) munmap(m->peer_map[r], m->block_size);
+            }
+        }
+        free(m->peer_map);
+        m->peer_map = NULL;
+    }
+    m->n_mapped = 0;
+    if (m->block_shared && NULL != m->block) {
+        (void) munmap(m->block, m->block_size);
+        m->block = NULL;
+    }
+    m->block_shared = false;
+}
