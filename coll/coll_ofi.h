@@ -158,6 +158,11 @@ typedef struct mca_coll_ofi_module_t {
     char shm_name[MCA_COLL_OFI_SHM_NAME]; /* its name until local peers mapped it */
     char **peer_map; /* per rank: its block mapped here, NULL: through the btl */
     int n_mapped;    /* local peers mapped */
+    /* broadcasts and reductions from this size go without copies:
+     * coll_ofi_zcopy_size, or never where every rank has mapped every
+     * peer (through shared memory the data caches are faster at every
+     * size: coll_ofi_cache.c) */
+    size_t zc_min;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,

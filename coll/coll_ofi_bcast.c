@@ -211,7 +211,7 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
     if (bytes <= MCA_COLL_OFI_RING_BYTES) {
         return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
     }
-    if (bytes >= mca_coll_ofi_component.zc_min) {
+    if (bytes >= m->zc_min) {
         m->n_zcopy++;
         return mca_coll_ofi_bcast_zc(m, buf, bytes, root);
     }

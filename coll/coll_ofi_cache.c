@@ -253,13 +253,22 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
 }
 
 /* Map the blocks of local peers that made theirs shared, then (once every
- * rank has: one barrier through the previous component, called by every
- * rank alike as the directory is the same everywhere) remove the names. */
+ * rank has: one allreduce through the previous component, called by every
+ * rank alike as the directory is the same everywhere) remove the names.
+ * The allreduce also tells whether every rank mapped all its peers: then
+ * broadcasts and reductions never go without copies. Measured with
+ * bench/coll.sh's sizes on 2 cores over shm, all peers mapped, through
+ * the caches against without copies: reduce 1 MiB 190 against 310 us on
+ * 2 ranks, 310 against 780 on 4, 640 against 1,640 on 8; bcast 8 KiB 2.6
+ * against 5.4 us on 2 ranks, 1 MiB 120 against 156 (255 against 325 on
+ * 4). Only the two-rank allreduce stays as it is: one exchange without
+ * copies was faster from 128 to 512 KiB (33 against 38 us at 128 KiB). */
 static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
 {
     bool named = false;
-    int rc;
+    int all = 0, rc;
 
+    m->zc_min = mca_coll_ofi_component.zc_min;
     for (int r = 0; r < m->size && !named; ++r) {
         named = '\0' != m->block[m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME];
     }
@@ -267,8 +276,13 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
         return OMPI_SUCCESS;
     }
     mca_coll_ofi_shm_attach(m);
-    rc = m->prev_barrier(m->comm, m->prev_barrier_module);
+    all = (m->n_mapped == m->size - 1) ? 1 : 0;
+    rc = m->prev_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, m->comm,
+                           m->prev_allreduce_module);
     mca_coll_ofi_shm_unlink(m);
+    if (OMPI_SUCCESS == rc && 1 == all) {
+        m->zc_min = SIZE_MAX;
+    }
     return rc;
 }
 

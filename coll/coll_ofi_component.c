@@ -136,7 +136,9 @@ static int mca_coll_ofi_register(void)
         "through the data caches (fewer round trips and no copies: faster from 2 KiB up in "
         "bench/coll.sh); so do reductions of this size that the caches would take in more "
         "than one chunk (a parent gets its children's partial results where they are "
-        "computed), and allreduces of this size on two ranks (one exchange). 0: never. Must "
+        "computed), and allreduces of this size on two ranks (one exchange). Where every rank "
+        "maps every peer's block (coll_ofi_shared_memory, one node) only the two-rank "
+        "allreduce does: through shared memory the caches are faster. 0: never. Must "
         "be the same on every rank (default 8 KiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_min, OPAL_INFO_LVL_6);
     c->zc_chunk = 1024 * 1024;

@@ -34,6 +34,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->shm_name[0] = '\0';
     m->peer_map = NULL;
     m->n_mapped = 0;
+    m->zc_min = SIZE_MAX;
     m->block_size = 0;
     m->handle = NULL;
     m->data = NULL;
