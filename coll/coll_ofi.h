@@ -36,6 +36,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
@@ -78,12 +79,17 @@ BEGIN_C_DECLS
  * the root's reserved area, so a rank that is not the root puts its
  * contribution and returns, up to GATHER_SETS calls ahead of the root. */
 /* A directory entry (and a zc entry): block or buffer address, data
- * size, the name of the block's shared-memory segment (coll_ofi_shm.c;
- * empty when there is none, unused in zc entries), then the btl's
- * registration handle. */
+ * size, the process id, the name of the block's shared-memory segment
+ * (coll_ofi_shm.c; empty when there is none; pid and name unused in zc
+ * entries), then the btl's registration handle. */
 #define MCA_COLL_OFI_SHM_NAME 32
-#define MCA_COLL_OFI_DIR_NAME (2 * sizeof(uint64_t))
+#define MCA_COLL_OFI_DIR_PID (2 * sizeof(uint64_t))
+#define MCA_COLL_OFI_DIR_NAME (3 * sizeof(uint64_t))
 #define MCA_COLL_OFI_DIR_HANDLE (MCA_COLL_OFI_DIR_NAME + MCA_COLL_OFI_SHM_NAME)
+
+/* where every rank of more than two is local, broadcasts go without
+ * copies from this size only (coll_ofi_cache.c) */
+#define MCA_COLL_OFI_LOCAL_ZC_MIN (256 * 1024)
 
 #define MCA_COLL_OFI_GATHER_SETS 4
 #define MCA_COLL_OFI_GATHER_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_SMALL_BYTES)
@@ -158,11 +164,17 @@ typedef struct mca_coll_ofi_module_t {
     char shm_name[MCA_COLL_OFI_SHM_NAME]; /* its name until local peers mapped it */
     char **peer_map; /* per rank: its block mapped here, NULL: through the btl */
     int n_mapped;    /* local peers mapped */
-    /* broadcasts and reductions from this size go without copies:
-     * coll_ofi_zcopy_size, or never where every rank has mapped every
-     * peer (through shared memory the data caches are faster at every
-     * size: coll_ofi_cache.c) */
-    size_t zc_min;
+    /* per rank: its process id where it is mapped and its memory can be
+     * read with process_vm_readv (coll_ofi_shm.c), else 0 */
+    pid_t *peer_pid;
+    /* broadcasts (reductions) from this size go without copies:
+     * coll_ofi_zcopy_size, or where every rank of more than two has mapped
+     * every peer 256 KiB (never), as measured (coll_ofi_cache.c) */
+    size_t zc_min, zc_reduce_min;
+    /* every rank maps every peer and reads their memory with
+     * process_vm_readv: buffers of collectives without copies are not
+     * registered with the btl (coll_ofi_cache.c) */
+    bool all_local;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,
@@ -187,6 +199,7 @@ typedef struct mca_coll_ofi_module_t {
     uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
     uint64_t n_zcopy;        /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
     uint64_t n_zcopy_reduce; /* reductions (MPI_Reduce or an allreduce's) read without copies */
+    uint64_t n_cma; /* pieces read with process_vm_readv (coll_ofi_shm.c) */
 
     /* scratch of reductions without copies (coll_ofi_reduce.c), kept from
      * one call to the next: where a child's piece lands (registered), and
@@ -205,9 +218,15 @@ mca_coll_base_module_t *mca_coll_ofi_comm_query(struct ompi_communicator_t *comm
 
 /* blocks in shared memory for peers on this node (coll_ofi_shm.c) */
 void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size);
-void mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m);
+bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_shm_unlink(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m);
+/* Read LEN bytes at RADDR of mapped PEER's memory (any of it, not only its
+ * block) into LOCAL with one copy of our own; OMPI_ERR_NOT_AVAILABLE when
+ * the kernel refuses and the btl can take over, OMPI_ERROR (said) when it
+ * cannot (all_local). */
+int mca_coll_ofi_shm_read(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
+                          size_t len);
 
 /* cache: set-up, teardown and the RDMA primitives */
 int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m);

@@ -107,7 +107,9 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->ring_seen = calloc(n, sizeof(*m->ring_seen));
     m->reduce_seen = calloc(n, sizeof(*m->reduce_seen));
     m->peer_map = calloc(n, sizeof(*m->peer_map));
-    if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->peer_map) {
+    m->peer_pid = calloc(n, sizeof(*m->peer_pid));
+    if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->peer_map
+        || NULL == m->peer_pid) {
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -242,6 +244,10 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
     }
     memcpy(send, &base, sizeof(base));
     memcpy(send + sizeof(base), &dsize, sizeof(dsize));
+    {
+        const uint64_t pid = (uint64_t) getpid();
+        memcpy(send + MCA_COLL_OFI_DIR_PID, &pid, sizeof(pid));
+    }
     memcpy(send + MCA_COLL_OFI_DIR_NAME, m->shm_name, MCA_COLL_OFI_SHM_NAME);
     if (NULL != m->handle) {
         memcpy(send + MCA_COLL_OFI_DIR_HANDLE, m->handle, m->btl->btl_registration_handle_size);
@@ -255,33 +261,43 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
 /* Map the blocks of local peers that made theirs shared, then (once every
  * rank has: one allreduce through the previous component, called by every
  * rank alike as the directory is the same everywhere) remove the names.
- * The allreduce also tells whether every rank mapped all its peers: then
- * broadcasts and reductions never go without copies. Measured with
- * bench/coll.sh's sizes on 2 cores over shm, all peers mapped, through
- * the caches against without copies: reduce 1 MiB 190 against 310 us on
- * 2 ranks, 310 against 780 on 4, 640 against 1,640 on 8; bcast 8 KiB 2.6
- * against 5.4 us on 2 ranks, 1 MiB 120 against 156 (255 against 325 on
- * 4). Only the two-rank allreduce stays as it is: one exchange without
- * copies was faster from 128 to 512 KiB (33 against 38 us at 128 KiB). */
+ * The allreduce also tells whether every rank mapped all its peers and can
+ * read their memory with process_vm_readv ("all local"). Then buffers of
+ * collectives without copies are not registered with the btl (children
+ * read them themselves), and on more than two ranks reductions go
+ * through the caches at every size and broadcasts from 256 KiB only
+ * without copies. Measured on 2 cores, all local, caches against without
+ * copies (medians of 3, bench/coll_bench, shm and vader alike): reduce 1
+ * MiB 370 against 580 us on 4 ranks, 1,040 against 1,400 on 8; bcast 32
+ * KiB 12 against 16 us, 128 KiB 32 against 40 on 4 ranks (65 against 75
+ * on 8), but 1 MiB 550 against 630 on 8. On two ranks (no tree, the
+ * handshake of a transfer without copies is one flag each way) without
+ * copies stays faster: bcast 32 KiB 3.0 against 6.1 us, 1 MiB 82 against
+ * 124, reduce 128 KiB 14 against 17. */
 static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
 {
     bool named = false;
     int all = 0, rc;
 
     m->zc_min = mca_coll_ofi_component.zc_min;
+    m->zc_reduce_min = mca_coll_ofi_component.zc_min;
     for (int r = 0; r < m->size && !named; ++r) {
         named = '\0' != m->block[m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME];
     }
     if (!named) {
         return OMPI_SUCCESS;
     }
-    mca_coll_ofi_shm_attach(m);
-    all = (m->n_mapped == m->size - 1) ? 1 : 0;
+    all = mca_coll_ofi_shm_attach(m) ? 1 : 0;
     rc = m->prev_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, m->comm,
                            m->prev_allreduce_module);
     mca_coll_ofi_shm_unlink(m);
     if (OMPI_SUCCESS == rc && 1 == all) {
-        m->zc_min = SIZE_MAX;
+        m->all_local = true;
+        if (m->size > 2) {
+            m->zc_min = (m->zc_min > MCA_COLL_OFI_LOCAL_ZC_MIN) ? m->zc_min
+                                                                 : MCA_COLL_OFI_LOCAL_ZC_MIN;
+            m->zc_reduce_min = SIZE_MAX;
+        }
     }
     return rc;
 }
@@ -506,6 +522,15 @@ int mca_coll_ofi_zc_get(mca_coll_ofi_module_t *m, int peer, uint64_t s, char *lo
         return rc;
     }
     memcpy(&raddr, entry, sizeof(raddr));
+    /* a peer on this node: one copy of ours, nothing asked of it */
+    if (0 != m->peer_pid[peer]) {
+        rc = mca_coll_ofi_shm_read(m, peer, local, raddr + off, len);
+        if (OMPI_SUCCESS == rc || m->all_local) {
+            /* all local: the buffer was not registered, the btl cannot
+             * read it either */
+            return rc;
+        }
+    }
     rc = mca_coll_ofi_move(m, peer, local, lhandle, raddr + off, rhandle, len, false);
     return (OMPI_SUCCESS == rc) ? mca_coll_ofi_complete(m) : rc;
 }
@@ -515,7 +540,8 @@ int mca_coll_ofi_user_register(mca_coll_ofi_module_t *m, void *buf, size_t bytes
 {
     mca_btl_base_registration_handle_t *h;
 
-    if (NULL == m->btl->btl_register_mem) {
+    /* every reader uses process_vm_readv (mca_coll_ofi_zc_get) */
+    if (NULL == m->btl->btl_register_mem || m->all_local) {
         *handle = NULL;
         return OMPI_SUCCESS;
     }

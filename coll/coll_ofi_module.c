@@ -33,8 +33,12 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->block_shared = false;
     m->shm_name[0] = '\0';
     m->peer_map = NULL;
+    m->peer_pid = NULL;
     m->n_mapped = 0;
     m->zc_min = SIZE_MAX;
+    m->zc_reduce_min = SIZE_MAX;
+    m->all_local = false;
+    m->n_cma = 0;
     m->block_size = 0;
     m->handle = NULL;
     m->data = NULL;
@@ -68,9 +72,10 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
                             "coll:ofi: communicator %u rank %d: served %" PRIu64 " bcast, %" PRIu64
                             " reduce, %" PRIu64 " allreduce, %" PRIu64 " barrier; %" PRIu64
                             " calls passed to the previous component; %" PRIu64
-                            " broadcasts without copies, %" PRIu64 " reductions without copies",
+                            " broadcasts without copies, %" PRIu64 " reductions without copies; "
+                            "%" PRIu64 " reads straight from local peers' buffers",
                             m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
-                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce);
+                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma);
     }
     mca_coll_ofi_cache_release(m);
 

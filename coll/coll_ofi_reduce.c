@@ -368,7 +368,7 @@ static int mca_coll_ofi_allreduce_pair(mca_coll_ofi_module_t *m, const char *own
  * 24-48 us against 38-56). The same answer on every rank. */
 static bool mca_coll_ofi_reduce_zc_fits(const mca_coll_ofi_module_t *m, size_t bytes)
 {
-    return bytes >= m->zc_min && bytes > m->data_size / 2;
+    return bytes >= m->zc_reduce_min && bytes > m->data_size / 2;
 }
 
 /* Whether we can reduce COUNT of DTYPE in place in our cache: its elements

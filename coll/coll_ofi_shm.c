@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "ompi/proc/proc.h"
@@ -91,14 +92,19 @@ say_why:
     m->shm_name[0] = '\0';
 }
 
-/* Map the blocks of the local peers whose directory entry names one. */
-void mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
+/* Map the blocks of the local peers whose directory entry names one, and
+ * find out whether their memory can be read with process_vm_readv;
+ * returns whether both hold for every peer. */
+bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
 {
+    int readable = 0;
+
     m->n_mapped = 0;
     for (int r = 0; r < m->size; ++r) {
         const char *name =
             m->block + m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME;
         char copy[MCA_COLL_OFI_SHM_NAME];
+        uint64_t pid;
         void *base;
         int fd;
 
@@ -126,8 +132,59 @@ void mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
             continue;
         }
         m->peer_map[r] = base;
+        memcpy(&pid, m->block + m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_PID,
+               sizeof(pid));
+        m->peer_pid[r] = (pid_t) pid;
         ++m->n_mapped;
+        /* whether its memory can be read: one word of its block */
+        {
+            uint64_t word, raddr;
+            memcpy(&raddr, m->block + m->off_dir + (size_t) r * m->dir_stride, sizeof(raddr));
+            if (OMPI_SUCCESS == mca_coll_ofi_shm_read(m, r, &word, raddr, sizeof(word))) {
+                ++readable;
+            }
+        }
     }
+    m->n_cma = 0; /* the probes above are not counted */
+    return m->n_mapped == m->size - 1 && readable == m->n_mapped;
+}
+
+/* process_vm_readv: the reader copies straight from the peer's buffer,
+ * as btl/vader's single copy does, where a btl get on libfabric's shm is
+ * done by the target's progress (so waits for it to be scheduled). A
+ * refusal (no CMA in the kernel, ptrace rules) turns it off for that
+ * peer and the btl takes over; where every rank is local the buffers are
+ * not registered with the btl, so the failure (a peer that died) is the
+ * collective's error. */
+int mca_coll_ofi_shm_read(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
+                          size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        struct iovec l = {.iov_base = (char *) local + done, .iov_len = len - done};
+        struct iovec r = {.iov_base = (void *) (uintptr_t) (raddr + done), .iov_len = len - done};
+        ssize_t n = process_vm_readv(m->peer_pid[peer], &l, 1, &r, 1, 0);
+
+        if (n <= 0) {
+            const char *why = n < 0 ? strerror(errno) : "no progress";
+            if (m->all_local) {
+                /* its buffers are not registered: no other way to them */
+                opal_output(0,
+                            "coll:ofi: communicator %u rank %d: process_vm_readv from rank %d "
+                            "failed (%s; did it die?); the collective returns an error",
+                            m->cid, m->rank, peer, why);
+                return OMPI_ERROR;
+            }
+            opal_output_verbose(2, mca_coll_ofi_component.output,
+                                "coll:ofi: communicator %u rank %d: process_vm_readv from rank "
+                                "%d failed (%s); its buffers are read through the btl",
+                                m->cid, m->rank, peer, why);
+            m->peer_pid[peer] = 0;
+            return OMPI_ERR_NOT_AVAILABLE;
+        }
+        done += (size_t) n;
+    }
+    ++m->n_cma;
+    return OMPI_SUCCESS;
 }
 
 /* Remove our block's name once every local peer has mapped it. */
@@ -152,6 +209,8 @@ void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m)
         free(m->peer_map);
         m->peer_map = NULL;
     }
+    free(m->peer_pid);
+    m->peer_pid = NULL;
     m->n_mapped = 0;
     if (m->block_shared && NULL != m->block) {
         (void) munmap(m->block, m->block_size);
