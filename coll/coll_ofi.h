@@ -103,6 +103,7 @@ typedef struct mca_coll_ofi_component_t {
     size_t zc_min;     /* broadcasts from this size go without copies (see coll_ofi_bcast.c) */
     size_t zc_chunk;   /* in pieces of this size */
     int shared_memory; /* map the blocks of peers on this node (coll_ofi_cache.c) */
+    int messages;      /* flags and small payloads to other nodes as messages (coll_ofi_am.c) */
     int output;
 } mca_coll_ofi_component_t;
 
@@ -175,6 +176,10 @@ typedef struct mca_coll_ofi_module_t {
      * process_vm_readv: buffers of collectives without copies are not
      * registered with the btl (coll_ofi_cache.c) */
     bool all_local;
+    /* flags, and payloads of up to am_max bytes, to peers that are not
+     * mapped go as btl active messages (coll_ofi_am.c) */
+    bool am;
+    size_t am_max;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,
@@ -228,6 +233,15 @@ void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_shm_read(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
                           size_t len);
 
+/* active messages to peers on other nodes (coll_ofi_am.c) */
+void mca_coll_ofi_am_attach(mca_coll_ofi_module_t *m);
+void mca_coll_ofi_am_detach(mca_coll_ofi_module_t *m);
+void mca_coll_ofi_am_fini(void);
+/* LEN bytes of DATA to DATA_OFF of PEER's block, then VALUE into its flag
+ * at FLAG_OFF (kept if larger), in one message */
+int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, size_t data_off,
+                         size_t len, size_t flag_off, uint64_t value);
+
 /* cache: set-up, teardown and the RDMA primitives */
 int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m);
@@ -266,6 +280,16 @@ int mca_coll_ofi_complete(mca_coll_ofi_module_t *m);
  * earlier failure. */
 int mca_coll_ofi_leave(mca_coll_ofi_module_t *m);
 int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
+/* A payload and the flag that announces it, in two calls so that several
+ * peers' transfers overlap: post sends LEN bytes of LOCAL (in our block)
+ * to DATA_OFF of PEER's block where they go on their own (a mapped peer:
+ * stored now; a peer on another node beyond a message: put), post_signal
+ * with the same arguments makes them visible and writes VALUE at
+ * FLAG_OFF (a message with the payload, or a flush and the flag). */
+int mca_coll_ofi_post(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
+                      size_t len);
+int mca_coll_ofi_post_signal(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
+                             size_t len, size_t flag_off, uint64_t value);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
 /* Write VALUE at REMOTE_OFF of PEER's block (as mca_coll_ofi_signal). */
 int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t value);

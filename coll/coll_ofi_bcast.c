@@ -85,7 +85,7 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
         const int child = (int) ((t.first + i + root) % m->size);
         rc = mca_coll_ofi_ring_room(m, child, c);
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_put(m, child, data, slot_off + MCA_COLL_OFI_RING_HEAD, bytes);
+            rc = mca_coll_ofi_post(m, child, data, slot_off + MCA_COLL_OFI_RING_HEAD, bytes);
         }
         if (OMPI_SUCCESS != rc) {
             return rc;
@@ -93,10 +93,8 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
     }
     for (int i = 0; i < t.nchildren; ++i) {
         const int child = (int) ((t.first + i + root) % m->size);
-        rc = mca_coll_ofi_flush(m, child);
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_signal_at(m, child, slot_off, c + 1);
-        }
+        rc = mca_coll_ofi_post_signal(m, child, data, slot_off + MCA_COLL_OFI_RING_HEAD, bytes,
+                                      slot_off, c + 1);
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
@@ -241,7 +239,7 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
             const int child = (int) ((first + i + root) % n);
             rc = mca_coll_ofi_wait(m, m->off_credit, child, s, child);
             if (OMPI_SUCCESS == rc) {
-                rc = mca_coll_ofi_put(m, child, half, remote_half, len);
+                rc = mca_coll_ofi_post(m, child, half, remote_half, len);
             }
             if (OMPI_SUCCESS != rc) {
                 goto advance_step;
@@ -249,10 +247,8 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
         }
         for (int i = 0; i < nchildren; ++i) {
             const int child = (int) ((first + i + root) % n);
-            rc = mca_coll_ofi_flush(m, child);
-            if (OMPI_SUCCESS == rc) {
-                rc = mca_coll_ofi_signal(m, child, m->off_ready, s);
-            }
+            rc = mca_coll_ofi_post_signal(m, child, half, remote_half, len,
+                                          m->off_ready + (size_t) m->rank * sizeof(uint64_t), s);
             if (OMPI_SUCCESS != rc) {
                 goto advance_step;
             }

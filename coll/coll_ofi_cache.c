@@ -161,6 +161,7 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
         (void) m->btl->btl_deregister_mem(m->btl, m->handle);
         m->handle = NULL;
     }
+    mca_coll_ofi_am_detach(m);
     mca_coll_ofi_user_deregister(m, m->zc_in_handle);
     m->zc_in_handle = NULL;
     free(m->zc_in);
@@ -199,7 +200,9 @@ static int mca_coll_ofi_name_hash(const char *name)
  * understood by the BTL that made them). *AGREED is set only on success. */
 static int mca_coll_ofi_vote(mca_coll_ofi_module_t *m, bool usable, bool *agreed)
 {
-    int agree[7] = {usable ? 1 : 0, 0, 0, 0, 0, 0, 0};
+    /* then {messages possible, their largest payload}: used only if every
+     * rank can receive them (coll_ofi_am.c), up to the smallest size */
+    int agree[9] = {usable ? 1 : 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int rc;
 
     if (usable) {
@@ -210,12 +213,18 @@ static int mca_coll_ofi_vote(mca_coll_ofi_module_t *m, bool usable, bool *agreed
         agree[4] = -mca_coll_ofi_component.cache_pages;
         agree[5] = mca_coll_ofi_name_hash(m->btl->btl_component->btl_version.mca_component_name);
         agree[6] = -agree[5];
+        agree[7] = m->am ? 1 : 0;
+        agree[8] = (m->am_max > INT32_MAX) ? INT32_MAX : (int) m->am_max;
     }
-    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 7, MPI_INT, MPI_MIN, m->comm,
+    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 9, MPI_INT, MPI_MIN, m->comm,
                            m->prev_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
+    if (1 != agree[7]) {
+        mca_coll_ofi_am_detach(m);
+    }
+    m->am_max = (size_t) agree[8];
     if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] || agree[5] != -agree[6]) {
         /* a rank that could not serve has said why already */
         opal_output_verbose(usable ? (0 == m->rank ? 1 : 2) : 100, mca_coll_ofi_component.output,
@@ -329,6 +338,10 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     if (OMPI_SUCCESS == rc) {
         rc = mca_coll_ofi_block_create(m, &why);
     }
+    if (OMPI_SUCCESS == rc) {
+        /* ready for peers' messages before any of them can send one */
+        mca_coll_ofi_am_attach(m);
+    }
     if (NULL != why) {
         opal_output_verbose(1, mca_coll_ofi_component.output,
                             "coll:ofi: not serving communicator %u (rank %d): %s", m->cid, m->rank,
@@ -358,9 +371,10 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     opal_output_verbose(0 == m->rank ? 1 : 2, mca_coll_ofi_component.output,
                         "coll:ofi: serving communicator %u with %d ranks over btl %s "
                         "(rank %d, %zu-byte data cache, fanout %d, %d peers through shared "
-                        "memory)",
+                        "memory, messages of up to %zu bytes to the others)",
                         m->cid, m->size, m->btl->btl_component->btl_version.mca_component_name,
-                        m->rank, m->data_size, mca_coll_ofi_component.fanout, m->n_mapped);
+                        m->rank, m->data_size, mca_coll_ofi_component.fanout, m->n_mapped,
+                        m->am ? m->am_max : 0);
     return 1;
 
 release_cache:
@@ -723,6 +737,10 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
         __atomic_store_n((uint64_t *) (m->peer_map[peer] + remote_off), value, __ATOMIC_RELEASE);
         return OMPI_SUCCESS;
     }
+    if (m->am) {
+        /* every flag to this peer by message (coll_ofi_am.c) */
+        return mca_coll_ofi_am_send(m, peer, NULL, 0, 0, remote_off, value);
+    }
     if (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0) {
         rc = mca_coll_ofi_complete(m);
         if (OMPI_SUCCESS != rc) {
@@ -734,6 +752,27 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
     opal_atomic_wmb();
     *src = value;
     return mca_coll_ofi_put(m, peer, src, remote_off, sizeof(uint64_t));
+}
+
+int mca_coll_ofi_post(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
+                      size_t len)
+{
+    if (NULL == m->peer_map[peer] && m->am && len <= m->am_max) {
+        return OMPI_SUCCESS; /* goes with its flag */
+    }
+    return mca_coll_ofi_put(m, peer, local, data_off, len);
+}
+
+int mca_coll_ofi_post_signal(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
+                             size_t len, size_t flag_off, uint64_t value)
+{
+    int rc;
+
+    if (NULL == m->peer_map[peer] && m->am && len <= m->am_max) {
+        return mca_coll_ofi_am_send(m, peer, local, data_off, len, flag_off, value);
+    }
+    rc = mca_coll_ofi_flush(m, peer);
+    return (OMPI_SUCCESS == rc) ? mca_coll_ofi_signal_at(m, peer, flag_off, value) : rc;
 }
 
 /* Return once PEER's counter at FIELD of its header (calls it has

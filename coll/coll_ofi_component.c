@@ -161,6 +161,15 @@ static int mca_coll_ofi_register(void)
         "collectives without copies, still go through the btl. 0: every peer through the btl",
         &c->shared_memory, OPAL_INFO_LVL_6);
 
+    c->messages = 1;
+    (void) mca_coll_ofi_reg_int(
+        "messages",
+        "1 (default): flags, and payloads up to the btl's eager limit, to peers that are not "
+        "mapped (other nodes) go as btl active messages, the payload and its flag in one "
+        "message, instead of a put, its completion, a flush and a flag put; 0: puts only. "
+        "Used only if every rank can",
+        &c->messages, OPAL_INFO_LVL_6);
+
     mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_bcast));
     mca_coll_ofi_reg_pvar("served_reduce", "MPI_Reduce calls coll/ofi served on the communicator",
@@ -243,6 +252,7 @@ static void mca_coll_ofi_check_params(void)
 
 static int mca_coll_ofi_close(void)
 {
+    mca_coll_ofi_am_fini();
     if (mca_coll_ofi_component.output >= 0) {
         opal_output_close(mca_coll_ofi_component.output);
         mca_coll_ofi_component.output = -1;

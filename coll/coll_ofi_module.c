@@ -38,6 +38,8 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->zc_min = SIZE_MAX;
     m->zc_reduce_min = SIZE_MAX;
     m->all_local = false;
+    m->am = false;
+    m->am_max = 0;
     m->n_cma = 0;
     m->block_size = 0;
     m->handle = NULL;

@@ -432,14 +432,12 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
         rc = mca_coll_ofi_gather_room(m, root, c);
         if (OMPI_SUCCESS == rc) {
             memcpy(m->block + mine + MCA_COLL_OFI_RING_HEAD, own, bytes);
-            rc = mca_coll_ofi_put(m, root, m->block + mine + MCA_COLL_OFI_RING_HEAD,
-                                  mine + MCA_COLL_OFI_RING_HEAD, bytes);
+            rc = mca_coll_ofi_post(m, root, m->block + mine + MCA_COLL_OFI_RING_HEAD,
+                                   mine + MCA_COLL_OFI_RING_HEAD, bytes);
         }
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_flush(m, root);
-        }
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_signal_at(m, root, mine, c + 1);
+            rc = mca_coll_ofi_post_signal(m, root, m->block + mine + MCA_COLL_OFI_RING_HEAD,
+                                          mine + MCA_COLL_OFI_RING_HEAD, bytes, mine, c + 1);
         }
     } else {
         /* with MPI_IN_PLACE own is result: keep it before result is built */
@@ -529,7 +527,7 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
     memcpy(m->block + mine, own, bytes);
     for (int p = 0; p < m->size; ++p) {
         if (p != m->rank) {
-            rc = mca_coll_ofi_put(m, p, m->block + mine, mine, bytes);
+            rc = mca_coll_ofi_post(m, p, m->block + mine, mine, bytes);
             if (OMPI_SUCCESS != rc) {
                 return rc;
             }
@@ -537,10 +535,8 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
     }
     for (int p = 0; p < m->size; ++p) {
         if (p != m->rank) {
-            rc = mca_coll_ofi_flush(m, p);
-            if (OMPI_SUCCESS == rc) {
-                rc = mca_coll_ofi_signal(m, p, m->off_ready, s);
-            }
+            rc = mca_coll_ofi_post_signal(m, p, m->block + mine, mine, bytes,
+                                          m->off_ready + (size_t) m->rank * sizeof(uint64_t), s);
             if (OMPI_SUCCESS != rc) {
                 return rc;
             }

@@ -15,7 +15,7 @@
 #   tests/coll/run.sh --list        the case names
 #
 # Cases:
-#   ompi_info                  coll ofi v0.1.0 and its 7 parameters
+#   ompi_info                  coll ofi v0.1.0 and its 8 parameters
 #   coll:PROV:NP               btl ofi,self with provider PROV (shm,
 #                              sockets, tcp+ofi_rxm, udp+ofi_rxd), NP ranks;
 #                              the network providers with
@@ -23,12 +23,13 @@
 #                              peer goes through their RDMA (on shm every
 #                              peer is mapped: NP-1 peers through shared
 #                              memory, checked)
-#   coll:shm:4:btlonly         shm with coll_ofi_shared_memory 0
+#   coll:shm:4:btlonly         shm with coll_ofi_shared_memory 0 and
+#                              coll_ofi_messages 0 (flags by put)
 #   coll:vader:NP              btl vader,self (peers mapped, checked)
 #   coll:vader:4:basic         on top of coll/basic, whose allreduce is
 #                              built on the communicator's bcast and reduce
 #                              (ours): the set-up exchange must not recurse
-#   coll:shm:4:cache0          coll_ofi_shared_memory 0 and
+#   coll:shm:4:cache0          coll_ofi_shared_memory 0, coll_ofi_messages 0,
 #                              coll_ofi_cache_pages 0 (the bounce page),
 #                              coll_ofi_fanout 3 and coll_ofi_zcopy_chunk
 #                              4096 (large broadcasts in many pieces)
@@ -150,10 +151,10 @@ run_case() {
         label="coll ompi_info"
         if OMPI_MCA_mca_base_component_path=$(component_path) ompi_info --param coll ofi --level 9 >"$log" 2>&1 &&
             grep -q 'MCA coll: ofi (.*Component v0.1.0)' "$log" &&
-            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\|shared_memory\)"' "$log") -eq 7 ]]; then
-            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 7 parameters"
+            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\|shared_memory\|messages\)"' "$log") -eq 8 ]]; then
+            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 8 parameters"
         else
-            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 7 parameters missing" "$log"
+            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 8 parameters missing" "$log"
         fi
         return
     fi
@@ -181,6 +182,14 @@ run_case() {
     if [[ $b == btlonly || $b == cache0 || $b == chunked || ($pname != shm && $pname != vader && $pname != tcp) ]]; then
         sel+=(--mca coll_ofi_shared_memory 0)
         mapped=0
+    fi
+    # messages to peers that are not mapped: their largest payload (the
+    # btl's eager limit less a header) where any peer is not mapped, none
+    # in btlonly and cache0 (coll_ofi_messages 0: flags by put)
+    local msgs='[1-9][0-9]*'
+    if [[ $b == btlonly || $b == cache0 ]]; then
+        sel+=(--mca coll_ofi_messages 0)
+        msgs=0
     fi
     case $b in
     basic) sel+=(--mca coll ofi,basic,libnbc,self) ;;
@@ -213,8 +222,8 @@ run_case() {
         why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
     elif [[ $btl != - && $b != mt ]]; then
         why=$(not_served "$log" "$a" "$btl")
-        if [[ -z $why ]] && ! grep -q "coll:ofi: serving communicator 0 with $a ranks over btl $btl (rank 0, .*, $mapped peers through shared memory)" "$log"; then
-            why="rank 0 did not map $mapped peers' blocks: $(grep -m1 -o 'rank 0, .*peers through shared memory' "$log")"
+        if [[ -z $why ]] && ! grep -q "coll:ofi: serving communicator 0 with $a ranks over btl $btl (rank 0, .*, $mapped peers through shared memory, messages of up to $msgs bytes to the others)" "$log"; then
+            why="rank 0 did not map $mapped peers' blocks, or messages not as expected ($msgs): $(grep -m1 -o 'rank 0, .*to the others' "$log")"
         fi
         # large broadcasts and reductions without copies, except where
         # turned off

@@ -254,6 +254,9 @@ death_run() { # prov mode recovery(0|1) log
     D_ENDED=0 D_MS=0 D_RC=0 D_WHY=""
     # coll: collectives through coll/ofi (one-sided RDMA over this btl)
     [[ $mode == coll* ]] && extra+=(--mca coll_ofi_priority 90 --mca coll_ofi_verbose 1)
+    # on the network providers every peer through the btl, as across hosts
+    # (on shm they share memory: the probe through the btl names the dead)
+    [[ $mode == coll* && $prov != shm ]] && extra+=(--mca coll_ofi_shared_memory 0)
     local -a cmd=("$ofirun" -np 3 --mca btl_ofi_provider_include "$prov" "${extra[@]}"
         "$bindir/death" "$mode" shell -after 1)
     printf '$' >>"$log"
