@@ -5,9 +5,11 @@
  *
  * Every rank of a served communicator owns one registered block:
  *
- *   reserved  header (fetch result, probe target), then three arrays
+ *   reserved  header (fetch result, probe target), then four arrays
  *             of one 64-bit slot per rank: ready[], credit[] (written by
- *             peers) and src[] (local sources of the slot writes), then
+ *             peers), src[] (local sources of the slot writes) and
+ *             rdone[] (small reductions each root has finished, as it
+ *             told us: mca_coll_ofi_gather_done), then
  *             one bounce page used as the data cache when
  *             coll_ofi_cache_pages is 0, then (up to 16 ranks) two sets
  *             of one 1 KiB slot per rank for small allreduces and
@@ -182,7 +184,7 @@ typedef struct mca_coll_ofi_module_t {
     size_t am_max;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
-    size_t off_ready, off_credit, off_src, off_bounce, off_small, off_gather, off_ring, off_dir,
+    size_t off_ready, off_credit, off_src, off_rdone, off_bounce, off_small, off_gather, off_ring, off_dir,
         off_zc, off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
     uint64_t small_calls; /* small allreduces done; equal on every rank */
@@ -195,6 +197,9 @@ typedef struct mca_coll_ofi_module_t {
     uint64_t *ring_seen;   /* per peer: its ring_done when last read */
     uint64_t reduce_calls; /* small reductions begun; equal on every rank */
     uint64_t *reduce_seen; /* per peer: its reduce_done when last read */
+    /* per peer: 1 + the last small reduction it was root of (with
+     * messages: mca_coll_ofi_gather_room) */
+    uint64_t *gather_root_last;
 
     /* RDMA operations issued and not yet completed; first failure seen */
     volatile int32_t pending;
@@ -297,6 +302,11 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
 int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Return once PEER has finished small reduction C - GATHER_SETS. */
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
+/* A root that finished DONE small reductions: with messages, tell every
+ * contributor (every other call), into its rdone slot for us, so that
+ * mca_coll_ofi_gather_room waits for that instead of reading our count
+ * across the network. */
+int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, uint64_t done);
 /* Wait until our slot INDEX of AREA_OFF holds at least VALUE, written by
  * rank WRITER (-1: any rank may be the last to write it); OMPI_ERROR when
  * the writer is found lost meanwhile. */

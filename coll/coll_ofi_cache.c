@@ -86,7 +86,8 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->off_ready = sizeof(mca_coll_ofi_header_t);
     m->off_credit = m->off_ready + n * sizeof(uint64_t);
     m->off_src = m->off_credit + n * sizeof(uint64_t);
-    m->off_bounce = MCA_COLL_OFI_ALIGN(m->off_src + n * sizeof(uint64_t), 64);
+    m->off_rdone = m->off_src + n * sizeof(uint64_t);
+    m->off_bounce = MCA_COLL_OFI_ALIGN(m->off_rdone + n * sizeof(uint64_t), 64);
     m->off_small = m->off_bounce + MCA_COLL_OFI_PAGE_SIZE;
     m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * MCA_COLL_OFI_SMALL_BYTES : 0;
     m->off_gather = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
@@ -106,9 +107,11 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
 
     m->ring_seen = calloc(n, sizeof(*m->ring_seen));
     m->reduce_seen = calloc(n, sizeof(*m->reduce_seen));
+    m->gather_root_last = calloc(n, sizeof(*m->gather_root_last));
     m->peer_map = calloc(n, sizeof(*m->peer_map));
     m->peer_pid = calloc(n, sizeof(*m->peer_pid));
-    if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->peer_map
+    if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->gather_root_last
+        || NULL == m->peer_map
         || NULL == m->peer_pid) {
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -177,6 +180,8 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     m->ring_seen = NULL;
     free(m->reduce_seen);
     m->reduce_seen = NULL;
+    free(m->gather_root_last);
+    m->gather_root_last = NULL;
     free(m->endpoints);
     m->endpoints = NULL;
 }
@@ -807,6 +812,21 @@ static int mca_coll_ofi_room(mca_coll_ofi_module_t *m, int peer, uint64_t c, uin
     return OMPI_SUCCESS;
 }
 
+int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, uint64_t done)
+{
+    int rc = OMPI_SUCCESS;
+
+    if (!m->am) {
+        return OMPI_SUCCESS;
+    }
+    for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
+        if (p != m->rank) {
+            rc = mca_coll_ofi_signal(m, p, m->off_rdone, done);
+        }
+    }
+    return rc;
+}
+
 int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
@@ -818,6 +838,22 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
+    if (m->am) {
+        /* The root tells us when it finished a call it was root of
+         * (mca_coll_ofi_gather_done): no round trip. Its set for call c
+         * was last used by its latest root call up to c - GATHER_SETS:
+         * that one, or (if it was root since) c - GATHER_SETS itself,
+         * whichever is earlier, is what it must have finished; both are
+         * told once done. */
+        const uint64_t last = m->gather_root_last[peer];
+        const uint64_t bound =
+            (c + 1 > MCA_COLL_OFI_GATHER_SETS) ? c + 1 - MCA_COLL_OFI_GATHER_SETS : 0;
+        const uint64_t need = (last < bound) ? last : bound;
+
+        m->gather_root_last[peer] = c + 1;
+        return (0 == need) ? OMPI_SUCCESS
+                           : mca_coll_ofi_wait(m, m->off_rdone, peer, need, peer);
+    }
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
 
     return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_GATHER_SETS,

@@ -50,6 +50,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->ring_seen = NULL;
     m->reduce_calls = 0;
     m->reduce_seen = NULL;
+    m->gather_root_last = NULL;
     m->small_size = 0;
     m->small_calls = 0;
     m->pending = 0;

@@ -464,6 +464,12 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
         return rc;
     }
     __atomic_store_n(&h->reduce_done, c + 1, __ATOMIC_RELEASE);
+    if (m->rank == root) {
+        rc = mca_coll_ofi_gather_done(m, c + 1);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
     return mca_coll_ofi_leave(m);
 }
 
