@@ -111,8 +111,7 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->peer_map = calloc(n, sizeof(*m->peer_map));
     m->peer_pid = calloc(n, sizeof(*m->peer_pid));
     if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->gather_root_last
-        || NULL == m->peer_map
-        || NULL == m->peer_pid) {
+        || NULL == m->peer_map || NULL == m->peer_pid) {
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -308,8 +307,8 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
     if (OMPI_SUCCESS == rc && 1 == all) {
         m->all_local = true;
         if (m->size > 2) {
-            m->zc_min = (m->zc_min > MCA_COLL_OFI_LOCAL_ZC_MIN) ? m->zc_min
-                                                                 : MCA_COLL_OFI_LOCAL_ZC_MIN;
+            m->zc_min =
+                (m->zc_min > MCA_COLL_OFI_LOCAL_ZC_MIN) ? m->zc_min : MCA_COLL_OFI_LOCAL_ZC_MIN;
             m->zc_reduce_min = SIZE_MAX;
         }
     }
@@ -759,8 +758,7 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
     return mca_coll_ofi_put(m, peer, src, remote_off, sizeof(uint64_t));
 }
 
-int mca_coll_ofi_post(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
-                      size_t len)
+int mca_coll_ofi_post(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off, size_t len)
 {
     if (NULL == m->peer_map[peer] && m->am && len <= m->am_max) {
         return OMPI_SUCCESS; /* goes with its flag */
@@ -851,8 +849,7 @@ int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
         const uint64_t need = (last < bound) ? last : bound;
 
         m->gather_root_last[peer] = c + 1;
-        return (0 == need) ? OMPI_SUCCESS
-                           : mca_coll_ofi_wait(m, m->off_rdone, peer, need, peer);
+        return (0 == need) ? OMPI_SUCCESS : mca_coll_ofi_wait(m, m->off_rdone, peer, need, peer);
     }
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
 
