@@ -2,6 +2,11 @@
  * coll/ofi: MPI collectives as one-sided RDMA through the BTL 3.1
  * interface (put, get, fetching atomics, flush), for intra-communicators
  * whose every rank reaches every peer through one RDMA-capable BTL.
+ * Peers on the same node map each other's block and use loads and stores
+ * (coll_ofi_shm.c); flags and small payloads to the others go as btl
+ * active messages (coll_ofi_am.c). The files: component (parameters),
+ * module (enable, served-call counts), cache (set-up, layout, the
+ * primitives below), shm, am, bcast, reduce (and allreduce), barrier.
  *
  * Every rank of a served communicator owns one registered block:
  *
@@ -93,6 +98,10 @@ BEGIN_C_DECLS
  * copies from this size only (coll_ofi_cache.c) */
 #define MCA_COLL_OFI_LOCAL_ZC_MIN (256 * 1024)
 
+/* with messages to peers that are not mapped, broadcasts go without
+ * copies from this size only (coll_ofi_cache.c) */
+#define MCA_COLL_OFI_AM_ZC_MIN (64 * 1024)
+
 #define MCA_COLL_OFI_GATHER_SETS 4
 #define MCA_COLL_OFI_GATHER_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_SMALL_BYTES)
 
@@ -171,8 +180,9 @@ typedef struct mca_coll_ofi_module_t {
      * read with process_vm_readv (coll_ofi_shm.c), else 0 */
     pid_t *peer_pid;
     /* broadcasts (reductions) from this size go without copies:
-     * coll_ofi_zcopy_size, or where every rank of more than two has mapped
-     * every peer 256 KiB (never), as measured (coll_ofi_cache.c) */
+     * coll_ofi_zcopy_size; at least 64 KiB for broadcasts with messages
+     * to peers that are not mapped; where every rank of more than two is
+     * local 256 KiB (never), as measured (coll_ofi_cache.c) */
     size_t zc_min, zc_reduce_min;
     /* every rank maps every peer and reads their memory with
      * process_vm_readv: buffers of collectives without copies are not

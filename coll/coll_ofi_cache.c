@@ -294,6 +294,17 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
 
     m->zc_min = mca_coll_ofi_component.zc_min;
     m->zc_reduce_min = mca_coll_ofi_component.zc_min;
+    if (m->am && m->zc_min < MCA_COLL_OFI_AM_ZC_MIN) {
+        /* with messages the caches' chunks cost no round trip but their
+         * credit: broadcasts without copies (a published entry, flushed,
+         * then a get) only from 64 KiB. Across two simulated hosts x 2
+         * ranks (tcp;ofi_rxm): bcast 8 KiB 27 us through the caches
+         * against 80-90 without copies, allreduce 8 KiB 80 against 131;
+         * at 64 KiB even, from 128 KiB without copies faster (110-120
+         * against 140 us, 256 KiB 134-150 against 276). All local, the
+         * rule below replaces this one. */
+        m->zc_min = MCA_COLL_OFI_AM_ZC_MIN;
+    }
     for (int r = 0; r < m->size && !named; ++r) {
         named = '\0' != m->block[m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME];
     }
@@ -306,6 +317,7 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
     mca_coll_ofi_shm_unlink(m);
     if (OMPI_SUCCESS == rc && 1 == all) {
         m->all_local = true;
+        m->zc_min = mca_coll_ofi_component.zc_min;
         if (m->size > 2) {
             m->zc_min =
                 (m->zc_min > MCA_COLL_OFI_LOCAL_ZC_MIN) ? m->zc_min : MCA_COLL_OFI_LOCAL_ZC_MIN;
