@@ -848,7 +848,8 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
-    if (m->am) {
+    /* a mapped root's count is read where it is, at no cost */
+    if (m->am && NULL == m->peer_map[peer]) {
         /* The root tells us when it finished a call it was root of
          * (mca_coll_ofi_gather_done): no round trip. Its set for call c
          * was last used by its latest root call up to c - GATHER_SETS:
