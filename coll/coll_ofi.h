@@ -86,12 +86,14 @@ BEGIN_C_DECLS
  * the root's reserved area, so a rank that is not the root puts its
  * contribution and returns, up to GATHER_SETS calls ahead of the root. */
 /* A directory entry (and a zc entry): block or buffer address, data
- * size, the process id, the name of the block's shared-memory segment
- * (coll_ofi_shm.c; empty when there is none; pid and name unused in zc
- * entries), then the btl's registration handle. */
+ * size, the process id, the module's instance (coll_ofi_am.c), the name
+ * of the block's shared-memory segment (coll_ofi_shm.c; empty when there
+ * is none; pid, instance and name unused in zc entries), then the btl's
+ * registration handle. */
 #define MCA_COLL_OFI_SHM_NAME 32
 #define MCA_COLL_OFI_DIR_PID (2 * sizeof(uint64_t))
-#define MCA_COLL_OFI_DIR_NAME (3 * sizeof(uint64_t))
+#define MCA_COLL_OFI_DIR_INST (3 * sizeof(uint64_t))
+#define MCA_COLL_OFI_DIR_NAME (4 * sizeof(uint64_t))
 #define MCA_COLL_OFI_DIR_HANDLE (MCA_COLL_OFI_DIR_NAME + MCA_COLL_OFI_SHM_NAME)
 
 /* where every rank of more than two is local, broadcasts go without
@@ -164,6 +166,10 @@ typedef struct mca_coll_ofi_module_t {
     int rank;
     int size;
     uint32_t cid;
+    /* this process's number for this module, different from any earlier
+     * module's: a message for a communicator freed since (whose id a new
+     * one may have taken) is told from one for this one (coll_ofi_am.c) */
+    uint32_t instance;
 
     /* the one BTL that reaches every peer, and its endpoint per rank
      * (NULL for ourselves: our own block is reached with memcpy) */

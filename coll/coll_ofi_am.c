@@ -33,7 +33,9 @@
 
 typedef struct {
     uint32_t cid;      /* communicator: which module's block */
+    uint32_t instance; /* and which module of it (the receiver's number) */
     uint32_t len;      /* payload bytes after this header */
+    uint32_t pad;
     uint64_t data_off; /* where the payload goes in the block */
     uint64_t flag_off; /* the flag word, in the block */
     uint64_t value;    /* the flag's new value (kept if larger) */
@@ -61,12 +63,15 @@ static void mca_coll_ofi_am_recv(mca_btl_base_module_t *btl, mca_btl_base_tag_t 
     memcpy(&hdr, seg->seg_addr.pval, sizeof(hdr));
     m = (mca_coll_ofi_module_t *) opal_pointer_array_get_item(&mca_coll_ofi_am_modules,
                                                               (int) hdr.cid);
-    if (OPAL_UNLIKELY(NULL == m || NULL == m->block || seg->seg_len < sizeof(hdr) + hdr.len
+    if (OPAL_UNLIKELY(NULL == m || NULL == m->block || hdr.instance != m->instance
+                      || seg->seg_len < sizeof(hdr) + hdr.len
                       || hdr.data_off + hdr.len > m->block_size
                       || hdr.flag_off + sizeof(uint64_t) > m->block_size)) {
+        /* a root's last word on a communicator freed since (the only
+         * message nobody waits for: mca_coll_ofi_gather_done) */
         opal_output_verbose(2, mca_coll_ofi_component.output,
-                            "coll:ofi: dropped a message for communicator %u (not served here, "
-                            "or out of its block)",
+                            "coll:ofi: dropped a message for communicator %u (freed, not served "
+                            "here, or out of its block)",
                             hdr.cid);
         return;
     }
@@ -159,7 +164,9 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
                          size_t len, size_t flag_off, uint64_t value)
 {
     mca_btl_base_module_t *btl = m->btl;
+    uint64_t inst;
     mca_coll_ofi_am_hdr_t hdr = {.cid = m->cid,
+                                 .pad = 0,
                                  .len = (uint32_t) len,
                                  .data_off = data_off,
                                  .flag_off = flag_off,
@@ -167,6 +174,10 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
     mca_btl_base_descriptor_t *des;
     int rc;
 
+    /* the receiver's number for its module, from the directory */
+    memcpy(&inst, m->block + m->off_dir + (size_t) peer * m->dir_stride + MCA_COLL_OFI_DIR_INST,
+           sizeof(inst));
+    hdr.instance = (uint32_t) inst;
     /* out of descriptors: they come back as earlier messages leave */
     while (
         NULL

@@ -115,6 +115,10 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    {
+        static uint32_t instances;
+        m->instance = __atomic_add_fetch(&instances, 1, __ATOMIC_RELAXED);
+    }
     /* shared memory where a peer is on this node, else private (a new
      * segment is zeroed already) */
     mca_coll_ofi_shm_create(m, m->block_size);
@@ -258,8 +262,9 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
     memcpy(send, &base, sizeof(base));
     memcpy(send + sizeof(base), &dsize, sizeof(dsize));
     {
-        const uint64_t pid = (uint64_t) getpid();
+        const uint64_t pid = (uint64_t) getpid(), inst = m->instance;
         memcpy(send + MCA_COLL_OFI_DIR_PID, &pid, sizeof(pid));
+        memcpy(send + MCA_COLL_OFI_DIR_INST, &inst, sizeof(inst));
     }
     memcpy(send + MCA_COLL_OFI_DIR_NAME, m->shm_name, MCA_COLL_OFI_SHM_NAME);
     if (NULL != m->handle) {

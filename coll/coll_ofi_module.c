@@ -27,6 +27,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->rank = -1;
     m->size = 0;
     m->cid = 0;
+    m->instance = 0;
     m->btl = NULL;
     m->endpoints = NULL;
     m->block = NULL;
