@@ -200,8 +200,8 @@ typedef struct mca_coll_ofi_module_t {
     size_t am_max;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
-    size_t off_ready, off_credit, off_src, off_rdone, off_bounce, off_small, off_gather, off_ring, off_dir,
-        off_zc, off_data;
+    size_t off_ready, off_credit, off_src, off_rdone, off_bounce, off_small, off_gather, off_ring,
+        off_dir, off_zc, off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
@@ -225,7 +225,7 @@ typedef struct mca_coll_ofi_module_t {
     uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
     uint64_t n_zcopy;        /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
     uint64_t n_zcopy_reduce; /* reductions (MPI_Reduce or an allreduce's) read without copies */
-    uint64_t n_cma; /* pieces read with process_vm_readv (coll_ofi_shm.c) */
+    uint64_t n_cma;          /* pieces read with process_vm_readv (coll_ofi_shm.c) */
 
     /* scratch of reductions without copies (coll_ofi_reduce.c), kept from
      * one call to the next: where a child's piece lands (registered), and
@@ -267,6 +267,9 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
 int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m);
 uint64_t *mca_coll_ofi_slot(mca_coll_ofi_module_t *m, size_t area_off, int index);
+/* The 64-bit field at FIELD (0: block address, MCA_COLL_OFI_DIR_PID,
+ * MCA_COLL_OFI_DIR_INST) of RANK's directory entry. */
+uint64_t mca_coll_ofi_dir_field(const mca_coll_ofi_module_t *m, int rank, size_t field);
 int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
@@ -307,8 +310,7 @@ int mca_coll_ofi_flush(mca_coll_ofi_module_t *m, int peer);
  * stored now; a peer on another node beyond a message: put), post_signal
  * with the same arguments makes them visible and writes VALUE at
  * FLAG_OFF (a message with the payload, or a flush and the flag). */
-int mca_coll_ofi_post(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
-                      size_t len);
+int mca_coll_ofi_post(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off, size_t len);
 int mca_coll_ofi_post_signal(mca_coll_ofi_module_t *m, int peer, void *local, size_t data_off,
                              size_t len, size_t flag_off, uint64_t value);
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);

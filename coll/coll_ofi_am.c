@@ -164,7 +164,6 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
                          size_t len, size_t flag_off, uint64_t value)
 {
     mca_btl_base_module_t *btl = m->btl;
-    uint64_t inst;
     mca_coll_ofi_am_hdr_t hdr = {.cid = m->cid,
                                  .pad = 0,
                                  .len = (uint32_t) len,
@@ -175,9 +174,7 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
     int rc;
 
     /* the receiver's number for its module, from the directory */
-    memcpy(&inst, m->block + m->off_dir + (size_t) peer * m->dir_stride + MCA_COLL_OFI_DIR_INST,
-           sizeof(inst));
-    hdr.instance = (uint32_t) inst;
+    hdr.instance = (uint32_t) mca_coll_ofi_dir_field(m, peer, MCA_COLL_OFI_DIR_INST);
     /* out of descriptors: they come back as earlier messages leave */
     while (
         NULL

@@ -297,19 +297,6 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
     bool named = false;
     int all = 0, rc;
 
-    m->zc_min = mca_coll_ofi_component.zc_min;
-    m->zc_reduce_min = mca_coll_ofi_component.zc_min;
-    if (m->am && m->zc_min < MCA_COLL_OFI_AM_ZC_MIN) {
-        /* with messages the caches' chunks cost no round trip but their
-         * credit: broadcasts without copies (a published entry, flushed,
-         * then a get) only from 64 KiB. Across two simulated hosts x 2
-         * ranks (tcp;ofi_rxm): bcast 8 KiB 27 us through the caches
-         * against 80-90 without copies, allreduce 8 KiB 80 against 131;
-         * at 64 KiB even, from 128 KiB without copies faster (110-120
-         * against 140 us, 256 KiB 134-150 against 276). All local, the
-         * rule below replaces this one. */
-        m->zc_min = MCA_COLL_OFI_AM_ZC_MIN;
-    }
     for (int r = 0; r < m->size && !named; ++r) {
         named = '\0' != m->block[m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME];
     }
@@ -320,16 +307,33 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
     rc = m->prev_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, m->comm,
                            m->prev_allreduce_module);
     mca_coll_ofi_shm_unlink(m);
-    if (OMPI_SUCCESS == rc && 1 == all) {
-        m->all_local = true;
-        m->zc_min = mca_coll_ofi_component.zc_min;
-        if (m->size > 2) {
-            m->zc_min =
-                (m->zc_min > MCA_COLL_OFI_LOCAL_ZC_MIN) ? m->zc_min : MCA_COLL_OFI_LOCAL_ZC_MIN;
-            m->zc_reduce_min = SIZE_MAX;
-        }
-    }
+    m->all_local = (OMPI_SUCCESS == rc && 1 == all);
     return rc;
+}
+
+/* From which size broadcasts and reductions go without copies, the same
+ * on every rank (m->am and m->all_local are agreed): coll_ofi_zcopy_size,
+ * raised where measured faster (see mca_coll_ofi_map_peers for all
+ * local). With messages to peers that are not mapped, a chunk of the
+ * caches costs no round trip but its credit, so broadcasts without
+ * copies (a published entry, flushed, then a get) only from 64 KiB:
+ * across two simulated hosts x 2 ranks (tcp;ofi_rxm) bcast 8 KiB 27 us
+ * through the caches against 80-90 without copies, allreduce 8 KiB 80
+ * against 131; even at 64 KiB, from 128 KiB without copies faster
+ * (110-120 against 140 us, 256 KiB 134-150 against 276). */
+static void mca_coll_ofi_zc_policy(mca_coll_ofi_module_t *m)
+{
+    const size_t want = mca_coll_ofi_component.zc_min;
+    size_t floor = 0;
+
+    m->zc_reduce_min = want;
+    if (m->all_local && m->size > 2) {
+        floor = MCA_COLL_OFI_LOCAL_ZC_MIN;
+        m->zc_reduce_min = SIZE_MAX;
+    } else if (!m->all_local && m->am) {
+        floor = MCA_COLL_OFI_AM_ZC_MIN;
+    }
+    m->zc_min = (want > floor) ? want : floor;
 }
 
 /*
@@ -385,6 +389,7 @@ static int mca_coll_ofi_cache_setup(mca_coll_ofi_module_t *m)
     if (OMPI_SUCCESS != rc) {
         goto release_cache;
     }
+    mca_coll_ofi_zc_policy(m);
 
     m->state = MCA_COLL_OFI_SERVING;
     /* one line per communicator (every rank decided the same); each
@@ -422,11 +427,16 @@ uint64_t *mca_coll_ofi_slot(mca_coll_ofi_module_t *m, size_t area_off, int index
     return (uint64_t *) (m->block + area_off) + index;
 }
 
+uint64_t mca_coll_ofi_dir_field(const mca_coll_ofi_module_t *m, int rank, size_t field)
+{
+    uint64_t v;
+    memcpy(&v, m->block + m->off_dir + (size_t) rank * m->dir_stride + field, sizeof(v));
+    return v;
+}
+
 static uint64_t mca_coll_ofi_remote_base(mca_coll_ofi_module_t *m, int peer)
 {
-    uint64_t base;
-    memcpy(&base, m->block + m->off_dir + (size_t) peer * m->dir_stride, sizeof(base));
-    return base;
+    return mca_coll_ofi_dir_field(m, peer, 0);
 }
 
 static mca_btl_base_registration_handle_t *mca_coll_ofi_remote_handle(mca_coll_ofi_module_t *m,

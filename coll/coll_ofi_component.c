@@ -136,10 +136,11 @@ static int mca_coll_ofi_register(void)
         "through the data caches (fewer round trips and no copies: faster from 2 KiB up in "
         "bench/coll.sh); so do reductions of this size that the caches would take in more "
         "than one chunk (a parent gets its children's partial results where they are "
-        "computed), and allreduces of this size on two ranks (one exchange). Where every rank "
-        "maps every peer's block (coll_ofi_shared_memory, one node) only the two-rank "
-        "allreduce does: through shared memory the caches are faster. 0: never. Must "
-        "be the same on every rank (default 8 KiB)",
+        "computed), and allreduces of this size on two ranks (one exchange). Raised where the "
+        "caches were measured faster: broadcasts from 64 KiB at least where flags go to other "
+        "nodes as messages (coll_ofi_messages); where every rank of more than two maps every "
+        "peer (coll_ofi_shared_memory, one node) broadcasts from 256 KiB and reductions "
+        "never. 0: never. Must be the same on every rank (default 8 KiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_min, OPAL_INFO_LVL_6);
     c->zc_chunk = 1024 * 1024;
     (void) mca_coll_ofi_reg(

@@ -104,7 +104,7 @@ bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
         const char *name =
             m->block + m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME;
         char copy[MCA_COLL_OFI_SHM_NAME];
-        uint64_t pid;
+        uint64_t word;
         void *base;
         int fd;
 
@@ -132,17 +132,12 @@ bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
             continue;
         }
         m->peer_map[r] = base;
-        memcpy(&pid, m->block + m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_PID,
-               sizeof(pid));
-        m->peer_pid[r] = (pid_t) pid;
+        m->peer_pid[r] = (pid_t) mca_coll_ofi_dir_field(m, r, MCA_COLL_OFI_DIR_PID);
         ++m->n_mapped;
         /* whether its memory can be read: one word of its block */
-        {
-            uint64_t word, raddr;
-            memcpy(&raddr, m->block + m->off_dir + (size_t) r * m->dir_stride, sizeof(raddr));
-            if (OMPI_SUCCESS == mca_coll_ofi_shm_read(m, r, &word, raddr, sizeof(word))) {
-                ++readable;
-            }
+        if (OMPI_SUCCESS
+            == mca_coll_ofi_shm_read(m, r, &word, mca_coll_ofi_dir_field(m, r, 0), sizeof(word))) {
+            ++readable;
         }
     }
     m->n_cma = 0; /* the probes above are not counted */
