@@ -100,7 +100,10 @@
 #                            (every process of h2 SIGKILLed) or cut (h2's
 #                            link unplugged: no reset ever arrives); the job
 #                            must end within 30 s and name h2 (rank: and
-#                            the dead rank)
+#                            the dead rank); each twice, as a user runs it
+#                            and with orte_enable_recovery 1 (after a cut
+#                            the first only on tcp;ofi_rxm rma unless
+#                            BTL_OFI_FULL=1)
 # Matrix: PROV in tcp;ofi_rxm, sockets, udp;ofi_rxd; lost ranks and lost
 # hosts (killed, cut off); busy on tcp;ofi_rxm; rails all, include and
 # weighted put and leave on every provider, exclude, one and weighted send on
@@ -407,8 +410,14 @@ run_lost() { # label prov mode fault log t0
     set_res "$fault"
     : >"$rlog"
     : >"$clog"
-    # 1. as a user runs it: whoever ends the job, it must end and name h2
-    if ! lost_run "$prov" "$mode" "$fault" 0 "$rlog"; then
+    # 1. as a user runs it: whoever ends the job, it must end and name h2.
+    #    After a cut the runtime ends the job about 17 s after the fault,
+    #    whatever the provider and traffic (20 s a case): by default only
+    #    tcp;ofi_rxm's rma case runs it; the recovery run (2.) shows what
+    #    btl/ofi does on every one
+    if [[ $fault == cut && $full != 1 && ! ($prov == "tcp;ofi_rxm" && $mode == rma) ]]; then
+        oks+=("runtime run not made (after a cut only on tcp;ofi_rxm rma unless BTL_OFI_FULL=1)")
+    elif ! lost_run "$prov" "$mode" "$fault" 0 "$rlog"; then
         why+=("runtime run: $L_WHY")
     else
         what=$(grep -m1 -oE "$ours_re" "$rlog" | cut -c1-200)
