@@ -104,7 +104,13 @@ BEGIN_C_DECLS
  * copies from this size only (coll_ofi_cache.c) */
 #define MCA_COLL_OFI_AM_ZC_MIN (64 * 1024)
 
-#define MCA_COLL_OFI_GATHER_SETS 4
+#define MCA_COLL_OFI_GATHER_SETS 8
+/* With messages, a root tells its contributors that it finished a call it
+ * was root of only when GATHER_PUSH calls or more have passed since it
+ * last told them (mca_coll_ofi_gather_done): a root of back-to-back
+ * reductions sends one such message per GATHER_PUSH calls and its
+ * contributors stay up to GATHER_SETS - GATHER_PUSH calls ahead. */
+#define MCA_COLL_OFI_GATHER_PUSH (MCA_COLL_OFI_GATHER_SETS / 2)
 #define MCA_COLL_OFI_GATHER_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_SMALL_BYTES)
 
 typedef struct mca_coll_ofi_component_t {
@@ -213,9 +219,18 @@ typedef struct mca_coll_ofi_module_t {
     uint64_t *ring_seen;   /* per peer: its ring_done when last read */
     uint64_t reduce_calls; /* small reductions begun; equal on every rank */
     uint64_t *reduce_seen; /* per peer: its reduce_done when last read */
-    /* per peer: 1 + the last small reduction it was root of (with
-     * messages: mca_coll_ofi_gather_room) */
+    /* per peer: 1 + the last small reduction it was root of, and the
+     * count it last told its contributors (with messages:
+     * mca_coll_ofi_gather_room, mca_coll_ofi_gather_done; the same on
+     * every rank) */
     uint64_t *gather_root_last;
+    uint64_t *gather_told;
+    /* per rank: the lowest rank of its node group (ranks that map each
+     * other's blocks), which gathers the group's part of small
+     * commutative reductions rooted on another node; NULL where that
+     * does not apply (one group, no shared memory, more than SMALL_RANKS
+     * ranks). The same on every rank. */
+    int *leader;
 
     /* RDMA operations issued and not yet completed; first failure seen */
     volatile int32_t pending;
@@ -226,6 +241,7 @@ typedef struct mca_coll_ofi_module_t {
     uint64_t n_zcopy;        /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
     uint64_t n_zcopy_reduce; /* reductions (MPI_Reduce or an allreduce's) read without copies */
     uint64_t n_cma;          /* pieces read with process_vm_readv (coll_ofi_shm.c) */
+    uint64_t n_grouped;      /* small reductions whose node group's part we gathered */
 
     /* scratch of reductions without copies (coll_ofi_reduce.c), kept from
      * one call to the next: where a child's piece lands (registered), and
@@ -320,11 +336,13 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
 int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Return once PEER has finished small reduction C - GATHER_SETS. */
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
-/* A root that finished DONE small reductions: with messages, tell every
- * contributor (every other call), into its rdone slot for us, so that
- * mca_coll_ofi_gather_room waits for that instead of reading our count
- * across the network. */
-int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, uint64_t done);
+/* Every rank after small reduction DONE - 1 rooted at ROOT. With
+ * messages, the root tells every other rank, into its rdone slot for the
+ * root, when GATHER_PUSH calls or more have passed since it last did, so
+ * that mca_coll_ofi_gather_room waits for that instead of reading the
+ * root's count across the network; every rank keeps track of what each
+ * root told. */
+int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, int root, uint64_t done);
 /* Wait until our slot INDEX of AREA_OFF holds at least VALUE, written by
  * rank WRITER (-1: any rank may be the last to write it); OMPI_ERROR when
  * the writer is found lost meanwhile. */

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,10 +109,11 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->ring_seen = calloc(n, sizeof(*m->ring_seen));
     m->reduce_seen = calloc(n, sizeof(*m->reduce_seen));
     m->gather_root_last = calloc(n, sizeof(*m->gather_root_last));
+    m->gather_told = calloc(n, sizeof(*m->gather_told));
     m->peer_map = calloc(n, sizeof(*m->peer_map));
     m->peer_pid = calloc(n, sizeof(*m->peer_pid));
     if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->gather_root_last
-        || NULL == m->peer_map || NULL == m->peer_pid) {
+        || NULL == m->gather_told || NULL == m->peer_map || NULL == m->peer_pid) {
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -185,6 +187,10 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     m->reduce_seen = NULL;
     free(m->gather_root_last);
     m->gather_root_last = NULL;
+    free(m->gather_told);
+    m->gather_told = NULL;
+    free(m->leader);
+    m->leader = NULL;
     free(m->endpoints);
     m->endpoints = NULL;
 }
@@ -276,6 +282,36 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
     return rc;
 }
 
+/* Node groups from every rank's mapped peers (MASK[r], bit q: r maps q):
+ * a rank joins the group of the lowest rank that leads a group and that
+ * it maps and that maps it, or leads its own. The same on every rank, as
+ * the masks are. Kept only if some group has more than one rank and there
+ * is more than one group: then a small commutative reduction crosses
+ * between nodes once per group instead of once per rank. */
+static void mca_coll_ofi_node_groups(mca_coll_ofi_module_t *m, int *leader, const int *mask)
+{
+    const int n = m->size;
+    int groups = 0;
+    bool shared = false;
+
+    for (int r = 0; r < n; ++r) {
+        leader[r] = r;
+        for (int q = 0; q < r; ++q) {
+            if (leader[q] == q && (mask[r] >> q & 1) && (mask[q] >> r & 1)) {
+                leader[r] = q;
+                shared = true;
+                break;
+            }
+        }
+        groups += (leader[r] == r);
+    }
+    if (shared && groups > 1) {
+        m->leader = leader;
+    } else {
+        free(leader);
+    }
+}
+
 /* Map the blocks of local peers that made theirs shared, then (once every
  * rank has: one allreduce through the previous component, called by every
  * rank alike as the directory is the same everywhere) remove the names.
@@ -294,8 +330,14 @@ static int mca_coll_ofi_dir_exchange(mca_coll_ofi_module_t *m)
  * 124, reduce 128 KiB 14 against 17. */
 static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
 {
+    /* {all local, room for node groups, then (up to SMALL_RANKS ranks)
+     * each rank's set of mapped peers as a bit mask at its index, INT_MAX
+     * elsewhere}, by MPI_MIN */
+    int vote[2 + MCA_COLL_OFI_SMALL_RANKS];
+    const int nvote = 2 + ((m->size <= MCA_COLL_OFI_SMALL_RANKS) ? m->size : 0);
+    int *leader = NULL;
     bool named = false;
-    int all = 0, rc;
+    int rc;
 
     for (int r = 0; r < m->size && !named; ++r) {
         named = '\0' != m->block[m->off_dir + (size_t) r * m->dir_stride + MCA_COLL_OFI_DIR_NAME];
@@ -303,11 +345,31 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
     if (!named) {
         return OMPI_SUCCESS;
     }
-    all = mca_coll_ofi_shm_attach(m) ? 1 : 0;
-    rc = m->prev_allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, m->comm,
+    vote[0] = mca_coll_ofi_shm_attach(m) ? 1 : 0;
+    if (nvote > 2) {
+        leader = malloc((size_t) m->size * sizeof(*leader));
+    }
+    vote[1] = (NULL != leader) ? 1 : 0;
+    for (int r = 0; r + 2 < nvote; ++r) {
+        vote[2 + r] = INT_MAX;
+    }
+    if (nvote > 2) {
+        vote[2 + m->rank] = 0;
+        for (int r = 0; r < m->size; ++r) {
+            if (NULL != m->peer_map[r]) {
+                vote[2 + m->rank] |= 1 << r;
+            }
+        }
+    }
+    rc = m->prev_allreduce(MPI_IN_PLACE, vote, nvote, MPI_INT, MPI_MIN, m->comm,
                            m->prev_allreduce_module);
     mca_coll_ofi_shm_unlink(m);
-    m->all_local = (OMPI_SUCCESS == rc && 1 == all);
+    m->all_local = (OMPI_SUCCESS == rc && 1 == vote[0]);
+    if (OMPI_SUCCESS == rc && 1 == vote[1] && !m->all_local) {
+        mca_coll_ofi_node_groups(m, leader, vote + 2);
+    } else {
+        free(leader);
+    }
     return rc;
 }
 
@@ -837,11 +899,27 @@ static int mca_coll_ofi_room(mca_coll_ofi_module_t *m, int peer, uint64_t c, uin
     return OMPI_SUCCESS;
 }
 
-int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, uint64_t done)
+/* Whether root ROOT tells its contributors that it finished call DONE - 1:
+ * decided by the root (mca_coll_ofi_gather_done) and by each contributor
+ * (mca_coll_ofi_gather_room) from the same sequence of calls, so both
+ * know which counts will arrive. */
+static bool mca_coll_ofi_gather_tells(mca_coll_ofi_module_t *m, int root, uint64_t done)
+{
+    if (done < m->gather_told[root] + MCA_COLL_OFI_GATHER_PUSH) {
+        return false;
+    }
+    m->gather_told[root] = done;
+    return true;
+}
+
+int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, int root, uint64_t done)
 {
     int rc = OMPI_SUCCESS;
 
-    if (!m->am) {
+    /* every rank follows the rule for every call, so that each knows what
+     * every root has told; the root tells everyone (a rank that is not
+     * its direct contributor now may be in a later call) */
+    if (!m->am || !mca_coll_ofi_gather_tells(m, root, done) || root != m->rank) {
         return OMPI_SUCCESS;
     }
     for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
@@ -864,22 +942,34 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
     /* a mapped root's count is read where it is, at no cost */
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+
     if (m->am && NULL == m->peer_map[peer]) {
         /* The root tells us when it finished a call it was root of
-         * (mca_coll_ofi_gather_done): no round trip. Its set for call c
-         * was last used by its latest root call up to c - GATHER_SETS:
-         * that one, or (if it was root since) c - GATHER_SETS itself,
-         * whichever is earlier, is what it must have finished; both are
-         * told once done. */
+         * (mca_coll_ofi_gather_done), at most every GATHER_PUSH calls:
+         * no round trip. Its set for call c was last used by its latest
+         * root call up to c - GATHER_SETS: that one, or (if it was root
+         * since) c - GATHER_SETS itself, whichever is earlier, is what it
+         * must have finished. The count it told last (or will tell, for
+         * calls before this one) usually says so; if not, we read its
+         * count, as without messages. */
         const uint64_t last = m->gather_root_last[peer];
         const uint64_t bound =
             (c + 1 > MCA_COLL_OFI_GATHER_SETS) ? c + 1 - MCA_COLL_OFI_GATHER_SETS : 0;
         const uint64_t need = (last < bound) ? last : bound;
+        const bool told = need <= m->gather_told[peer];
 
         m->gather_root_last[peer] = c + 1;
-        return (0 == need) ? OMPI_SUCCESS : mca_coll_ofi_wait(m, m->off_rdone, peer, need, peer);
+        if (0 == need || m->reduce_seen[peer] >= need) {
+            return OMPI_SUCCESS;
+        }
+        if (told) {
+            return mca_coll_ofi_wait(m, m->off_rdone, peer, need, peer);
+        }
+        /* read its count until it reaches need (one slot: seen >= need) */
+        return mca_coll_ofi_room(m, peer, need, 1, offsetof(mca_coll_ofi_header_t, reduce_done),
+                                 &h->reduce_peek, m->reduce_seen);
     }
-    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
 
     return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_GATHER_SETS,
                              offsetof(mca_coll_ofi_header_t, reduce_done), &h->reduce_peek,

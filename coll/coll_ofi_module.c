@@ -42,6 +42,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->am = false;
     m->am_max = 0;
     m->n_cma = 0;
+    m->n_grouped = 0;
     m->block_size = 0;
     m->handle = NULL;
     m->data = NULL;
@@ -52,6 +53,8 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->reduce_calls = 0;
     m->reduce_seen = NULL;
     m->gather_root_last = NULL;
+    m->gather_told = NULL;
+    m->leader = NULL;
     m->small_size = 0;
     m->small_calls = 0;
     m->pending = 0;
@@ -77,9 +80,11 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
                             " reduce, %" PRIu64 " allreduce, %" PRIu64 " barrier; %" PRIu64
                             " calls passed to the previous component; %" PRIu64
                             " broadcasts without copies, %" PRIu64 " reductions without copies; "
-                            "%" PRIu64 " reads straight from local peers' buffers",
+                            "%" PRIu64 " reads straight from local peers' buffers; %" PRIu64
+                            " small reductions gathered for the node group",
                             m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
-                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma);
+                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma,
+                            m->n_grouped);
     }
     mca_coll_ofi_cache_release(m);
 

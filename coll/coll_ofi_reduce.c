@@ -416,6 +416,16 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
  * Our own slot of the set stages our contribution (nobody else writes it).
  * As in the ring broadcast, the flag put is left in flight.
  */
+/* Whether rank P hands its part of a small reduction rooted at ROOT to
+ * the root itself: always unless the reduction is grouped (commutative,
+ * with node groups) and P is a member, not the leader, of a group the
+ * root is not in. */
+static inline bool mca_coll_ofi_gather_direct(const mca_coll_ofi_module_t *m, bool grouped, int p,
+                                              int root)
+{
+    return !grouped || m->leader[p] == p || m->leader[p] == m->leader[root];
+}
+
 static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
                                      size_t count, struct ompi_datatype_t *dtype,
                                      struct ompi_op_t *op, int root, size_t bytes)
@@ -426,35 +436,66 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
         m->off_gather
         + (size_t) (c % MCA_COLL_OFI_GATHER_SETS) * (size_t) m->size * MCA_COLL_OFI_GATHER_STRIDE;
     const size_t mine = set + (size_t) m->rank * MCA_COLL_OFI_GATHER_STRIDE;
+    char *staged = m->block + mine + MCA_COLL_OFI_RING_HEAD;
+    /* across nodes a commutative reduction crosses once per node group:
+     * its leader gathers the group's part first (through shared memory)
+     * and hands it on as its own; the order of a non-commutative op
+     * needs every part at the root */
+    const bool grouped = NULL != m->leader && ompi_op_is_commute(op);
     int rc = OMPI_SUCCESS;
 
+    /* with MPI_IN_PLACE own is result: keep it before result is built */
+    memcpy(staged, own, bytes);
     if (m->rank != root) {
-        rc = mca_coll_ofi_gather_room(m, root, c);
-        if (OMPI_SUCCESS == rc) {
-            memcpy(m->block + mine + MCA_COLL_OFI_RING_HEAD, own, bytes);
-            rc = mca_coll_ofi_post(m, root, m->block + mine + MCA_COLL_OFI_RING_HEAD,
-                                   mine + MCA_COLL_OFI_RING_HEAD, bytes);
+        const int to = mca_coll_ofi_gather_direct(m, grouped, m->rank, root) ? root
+                                                                           : m->leader[m->rank];
+
+        if (grouped && m->leader[m->rank] == m->rank && m->leader[root] != m->rank) {
+            /* a leader: its members' parts arrive in its own set */
+            ++m->n_grouped;
+            for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
+                if (p != m->rank && m->leader[p] == m->rank) {
+                    rc = mca_coll_ofi_wait(m, set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE, 0,
+                                           c + 1, p);
+                    if (OMPI_SUCCESS == rc) {
+                        ompi_op_reduce(op,
+                                       m->block + set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE
+                                           + MCA_COLL_OFI_RING_HEAD,
+                                       staged, count, dtype);
+                    }
+                }
+            }
         }
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_post_signal(m, root, m->block + mine + MCA_COLL_OFI_RING_HEAD,
-                                          mine + MCA_COLL_OFI_RING_HEAD, bytes, mine, c + 1);
+            rc = mca_coll_ofi_gather_room(m, to, c);
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_post(m, to, staged, mine + MCA_COLL_OFI_RING_HEAD, bytes);
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_post_signal(m, to, staged, mine + MCA_COLL_OFI_RING_HEAD, bytes, mine,
+                                          c + 1);
         }
     } else {
-        /* with MPI_IN_PLACE own is result: keep it before result is built */
-        memcpy(m->block + mine + MCA_COLL_OFI_RING_HEAD, own, bytes);
+        bool first = true;
+
         for (int p = m->size - 1; p >= 0 && OMPI_SUCCESS == rc; --p) {
             const char *from =
                 m->block + set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE + MCA_COLL_OFI_RING_HEAD;
 
             if (p != root) {
+                if (!mca_coll_ofi_gather_direct(m, grouped, p, root)) {
+                    continue; /* in its leader's part */
+                }
                 rc = mca_coll_ofi_wait(m, set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE, 0, c + 1,
                                        p);
                 if (OMPI_SUCCESS != rc) {
                     break;
                 }
             }
-            if (p == m->size - 1) {
+            if (first) {
                 memcpy(result, from, bytes);
+                first = false;
             } else {
                 ompi_op_reduce(op, (void *) from, result, count, dtype);
             }
@@ -464,11 +505,9 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
         return rc;
     }
     __atomic_store_n(&h->reduce_done, c + 1, __ATOMIC_RELEASE);
-    if (m->rank == root) {
-        rc = mca_coll_ofi_gather_done(m, c + 1);
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
+    rc = mca_coll_ofi_gather_done(m, root, c + 1);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
     }
     return mca_coll_ofi_leave(m);
 }

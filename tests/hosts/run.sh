@@ -757,8 +757,13 @@ run_case() {
             # the rank on the same host is mapped, the two on the other
             # go through our btl, flags and small payloads as messages
             report FAIL "$label" $((SECONDS - t0)) "rank 0 did not map its one peer on the same host: $(grep -m1 -o 'rank 0, .*peers through shared memory' "$log")" "$log"
+        elif ! grep -q 'coll:ofi: communicator 0 rank 0: served .*; [1-9][0-9]* small reductions gathered for the node group' "$log"; then
+            # ranks 0 and 2 (h1) and 1 and 3 (h2) are node groups: rank
+            # 0 leads its own, and gathers rank 2's part of every small
+            # commutative reduction rooted on h2
+            report FAIL "$label" $((SECONDS - t0)) "rank 0 gathered no small reduction for its node group: $served" "$log"
         else
-            report PASS "$label" $((SECONDS - t0)) "$served; 1 peer on the same host through shared memory, 2 through the btl (flags and small payloads as messages)"
+            report PASS "$label" $((SECONDS - t0)) "$served; 1 peer on the same host through shared memory, 2 through the btl (flags and small payloads as messages), small reductions across the hosts once per node"
         fi
         ;;
     busy)
