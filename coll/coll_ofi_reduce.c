@@ -558,6 +558,104 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
  * call a-1 from that same set; so no credit is needed.  The slots are
  * used by nothing else, so other collectives in between cannot collide.
  */
+/*
+ * Small commutative allreduce across node groups (m->leader): a member
+ * puts its contribution into its slot at its leader and waits for the
+ * result, which the leader puts into the leader's slot at the member. A
+ * leader combines its members' parts with its own, exchanges that with
+ * every other leader, and combines the leaders' parts in leader order,
+ * so every rank gets the same bits. Between nodes one exchange per group
+ * instead of one per rank. The two sets' argument above holds as well: a
+ * rank that finished call a-1 depends on every rank having started it.
+ */
+static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result, size_t count,
+                                          struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                          size_t bytes, uint64_t s, size_t slot0, size_t mine)
+{
+    const int me = m->rank, lead = m->leader[me];
+    char *part = m->block + mine;
+    bool first = true;
+    int rc;
+
+    if (lead != me) {
+        rc = mca_coll_ofi_post(m, lead, part, mine, bytes);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_post_signal(m, lead, part, mine, bytes,
+                                          m->off_ready + (size_t) me * sizeof(uint64_t), s);
+        }
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_wait(m, m->off_ready, lead, s, lead);
+        }
+        if (OMPI_SUCCESS == rc) {
+            memcpy(result, m->block + slot0 + (size_t) lead * MCA_COLL_OFI_SMALL_BYTES, bytes);
+            rc = mca_coll_ofi_leave(m);
+        }
+        return rc;
+    }
+    ++m->n_grouped;
+    for (int p = 0; p < m->size; ++p) {
+        if (p != me && m->leader[p] == me) {
+            rc = mca_coll_ofi_wait(m, m->off_ready, p, s, p);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+            ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, part,
+                           count, dtype);
+        }
+    }
+    for (int p = 0; p < m->size; ++p) {
+        if (p != me && m->leader[p] == p) {
+            rc = mca_coll_ofi_post(m, p, part, mine, bytes);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    for (int p = 0; p < m->size; ++p) {
+        if (p != me && m->leader[p] == p) {
+            rc = mca_coll_ofi_post_signal(m, p, part, mine, bytes,
+                                          m->off_ready + (size_t) me * sizeof(uint64_t), s);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    for (int p = m->size - 1; p >= 0; --p) {
+        if (m->leader[p] != p) {
+            continue;
+        }
+        if (p != me) {
+            rc = mca_coll_ofi_wait(m, m->off_ready, p, s, p);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+        if (first) {
+            memcpy(result, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, bytes);
+            first = false;
+        } else {
+            ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result,
+                           count, dtype);
+        }
+    }
+    /* our own slot now holds what the members get: the result */
+    memcpy(part, result, bytes);
+    for (int p = 0; p < m->size; ++p) {
+        if (p != me && m->leader[p] == me) {
+            rc = mca_coll_ofi_post(m, p, part, mine, bytes);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+            rc = mca_coll_ofi_post_signal(m, p, part, mine, bytes,
+                                          m->off_ready + (size_t) me * sizeof(uint64_t), s);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    return mca_coll_ofi_leave(m);
+}
+
 static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
                                         size_t count, struct ompi_datatype_t *dtype,
                                         struct ompi_op_t *op, size_t bytes)
@@ -570,6 +668,9 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
     int rc;
 
     memcpy(m->block + mine, own, bytes);
+    if (NULL != m->leader && ompi_op_is_commute(op)) {
+        return mca_coll_ofi_allreduce_grouped(m, result, count, dtype, op, bytes, s, slot0, mine);
+    }
     for (int p = 0; p < m->size; ++p) {
         if (p != m->rank) {
             rc = mca_coll_ofi_post(m, p, m->block + mine, mine, bytes);
