@@ -17,9 +17,12 @@
  *             told us: mca_coll_ofi_gather_done), then
  *             one bounce page used as the data cache when
  *             coll_ofi_cache_pages is 0, then (up to 16 ranks) two sets
- *             of one 1 KiB slot per rank for small allreduces and
- *             GATHER_SETS sets of one flagged slot per rank for small
- *             reductions, then the ring of small broadcasts;
+ *             of one small_bytes slot per rank for small allreduces and
+ *             gather_sets sets of one flagged slot per rank for small
+ *             reductions, then the ring of small broadcasts (on one
+ *             node 1 KiB slots, 8 sets: 60 KiB on 4 ranks; spanning
+ *             nodes up to 8 KiB, 16 sets: 720 KiB on 4 ranks, see
+ *             MCA_COLL_OFI_SMALL_BYTES);
  *   directory every rank's block address and registration handle;
  *   zc        one entry of the same form per rank: the registered user
  *             buffer of a large broadcast's parent, written by that parent;
@@ -57,10 +60,19 @@ BEGIN_C_DECLS
 #define MCA_COLL_OFI_HELP_FILE "help-coll-ofi.txt"
 #define MCA_COLL_OFI_PAGE_SIZE 4096
 
-/* Allreduce of at most SMALL_BYTES on at most SMALL_RANKS ranks goes
+/* Allreduce of at most small_bytes on at most SMALL_RANKS ranks goes
  * through per-rank slots of the reserved area in one exchange (every rank
- * puts its contribution to every other rank) instead of reduce + bcast. */
+ * puts its contribution to every other rank) instead of reduce + bcast.
+ * small_bytes (the payload of one slot of the small allreduce and of the
+ * gather sets) and ring_bytes (of one ring slot) are SMALL_BYTES on one
+ * node. On a communicator that spans nodes, where a step through the
+ * data cache costs a network round trip (a credit) and a slot's payload
+ * crosses in one message, ring_bytes is SMALL_BYTES_MAX and small_bytes
+ * SMALL_SPAN / ranks, a power of two from SMALL_BYTES to SMALL_BYTES_MAX
+ * (mca_coll_ofi_slots). */
 #define MCA_COLL_OFI_SMALL_BYTES 1024
+#define MCA_COLL_OFI_SMALL_BYTES_MAX 8192
+#define MCA_COLL_OFI_SMALL_SPAN (32 * 1024)
 
 /* Microseconds a wait for a peer's flag lasts before the peer is probed
  * (and between probes): a dead peer is named by the btl within about
@@ -68,23 +80,24 @@ BEGIN_C_DECLS
 #define MCA_COLL_OFI_PROBE_USEC 1000000
 #define MCA_COLL_OFI_SMALL_RANKS 16
 
-/* Broadcasts of at most RING_BYTES travel through a ring of RING_SLOTS
+/* Broadcasts of at most ring_bytes travel through a ring of RING_SLOTS
  * slots in every rank's reserved area (coll_ofi_bcast.c): a parent writes
  * call c into its children's slot c % RING_SLOTS as soon as they have
  * emptied the slot's previous call, without a per-call credit, so a root
  * runs up to RING_SLOTS calls ahead of its slowest child. */
 #define MCA_COLL_OFI_RING_SLOTS 16
-#define MCA_COLL_OFI_RING_BYTES 1024
 /* one slot: its flag (the call number + 1 once the data is there), padded
- * to a cache line, then the data */
+ * to a cache line, then ring_bytes of data (m->ring_stride in all; a
+ * gather slot the same with small_bytes, m->gather_stride) */
 #define MCA_COLL_OFI_RING_HEAD 64
-#define MCA_COLL_OFI_RING_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_RING_BYTES)
 
-/* Reductions of at most SMALL_BYTES on at most SMALL_RANKS ranks gather
+/* Reductions of at most small_bytes on at most SMALL_RANKS ranks gather
  * every contribution at the root (coll_ofi_reduce.c): call c uses set
- * c % GATHER_SETS of one slot per rank (a flag head, then SMALL_BYTES) in
+ * c % gather_sets of one slot per rank (a flag head, then small_bytes) in
  * the root's reserved area, so a rank that is not the root puts its
- * contribution and returns, up to GATHER_SETS calls ahead of the root. */
+ * contribution and returns, up to gather_sets calls ahead of the root:
+ * GATHER_SETS on one node, twice that on a communicator that spans
+ * nodes (see gather_push). */
 /* A directory entry (and a zc entry): block or buffer address, data
  * size, the process id, the module's instance (coll_ofi_am.c), the name
  * of the block's shared-memory segment (coll_ofi_shm.c; empty when there
@@ -106,13 +119,12 @@ BEGIN_C_DECLS
 
 #define MCA_COLL_OFI_GATHER_SETS 8
 /* With messages, a root tells its contributors that it finished a call it
- * was root of only when GATHER_PUSH calls or more have passed since it
- * last told them (mca_coll_ofi_gather_done): a root of back-to-back
- * reductions sends one such message per GATHER_PUSH calls and its
- * contributors stay up to GATHER_SETS - GATHER_PUSH calls ahead. */
-#define MCA_COLL_OFI_GATHER_PUSH (MCA_COLL_OFI_GATHER_SETS / 2)
-#define MCA_COLL_OFI_GATHER_STRIDE (MCA_COLL_OFI_RING_HEAD + MCA_COLL_OFI_SMALL_BYTES)
-
+ * was root of only when gather_push (gather_sets / 2) calls or more have
+ * passed since it last told them (mca_coll_ofi_gather_done): a root of
+ * back-to-back reductions sends one such message per gather_push calls
+ * and its contributors stay up to gather_sets - gather_push calls ahead.
+ * Across two simulated hosts x 2 ranks, MPI_Reduce of 8-32 B took 9-10
+ * us with 8 sets (a message per 4 calls) and 6-7 with 16. */
 typedef struct mca_coll_ofi_component_t {
     mca_coll_base_component_2_0_0_t super;
     int priority;
@@ -209,6 +221,12 @@ typedef struct mca_coll_ofi_module_t {
     size_t off_ready, off_credit, off_src, off_rdone, off_bounce, off_small, off_gather, off_ring,
         off_dir, off_zc, off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
+    size_t small_bytes;   /* payload of a small-allreduce or gather slot (see SMALL_BYTES) */
+    size_t gather_stride; /* a gather slot: RING_HEAD + small_bytes */
+    size_t ring_bytes;    /* payload of a ring slot */
+    size_t ring_stride;   /* a ring slot: RING_HEAD + ring_bytes */
+    uint64_t gather_sets; /* see GATHER_SETS */
+    uint64_t gather_push;
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
     char *data;
@@ -259,6 +277,8 @@ OBJ_CLASS_DECLARATION(mca_coll_ofi_module_t);
 mca_coll_base_module_t *mca_coll_ofi_comm_query(struct ompi_communicator_t *comm, int *priority);
 
 /* blocks in shared memory for peers on this node (coll_ofi_shm.c) */
+/* Whether a peer of the communicator is on another node. */
+bool mca_coll_ofi_spans_nodes(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size);
 bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_shm_unlink(mca_coll_ofi_module_t *m);
@@ -334,11 +354,11 @@ int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uin
 int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t value);
 /* Return once PEER has emptied its ring slot of call C - RING_SLOTS. */
 int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
-/* Return once PEER has finished small reduction C - GATHER_SETS. */
+/* Return once PEER has finished small reduction C - gather_sets. */
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Every rank after small reduction DONE - 1 rooted at ROOT. With
  * messages, the root tells every other rank, into its rdone slot for the
- * root, when GATHER_PUSH calls or more have passed since it last did, so
+ * root, when gather_push calls or more have passed since it last did, so
  * that mca_coll_ofi_gather_room waits for that instead of reading the
  * root's count across the network; every rank keeps track of what each
  * root told. */

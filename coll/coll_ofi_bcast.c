@@ -52,7 +52,7 @@ static mca_coll_ofi_tree_t mca_coll_ofi_tree(const mca_coll_ofi_module_t *m, int
 }
 
 /*
- * A broadcast of at most RING_BYTES, through the ring (coll_ofi.h): call
+ * A broadcast of at most ring_bytes, through the ring (coll_ofi.h): call
  * c uses slot c % RING_SLOTS on every rank. A rank with a parent waits
  * for the slot's flag to say c; every rank with children puts the slot's
  * bytes into each child's same slot once that child has emptied the
@@ -68,7 +68,7 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
 {
     const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
     const uint64_t c = m->ring_calls++;
-    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * MCA_COLL_OFI_RING_STRIDE;
+    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * m->ring_stride;
     char *data = m->block + slot_off + MCA_COLL_OFI_RING_HEAD;
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
     int rc;
@@ -206,7 +206,7 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
     const int nchildren = t.nchildren;
     int rc = OMPI_SUCCESS;
 
-    if (bytes <= MCA_COLL_OFI_RING_BYTES) {
+    if (bytes <= m->ring_bytes) {
         return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
     }
     if (bytes >= m->zc_min) {

@@ -77,6 +77,31 @@ static int mca_coll_ofi_pick_btl(mca_coll_ofi_module_t *m, const char **why)
     return OMPI_SUCCESS;
 }
 
+/* The sizes of the small slots and the number of gather sets (see
+ * MCA_COLL_OFI_SMALL_BYTES and MCA_COLL_OFI_GATHER_SETS): the same on every
+ * rank, as a communicator that spans nodes has a peer on another node
+ * from every rank's view (the vote checks it all the same). */
+static void mca_coll_ofi_slots(mca_coll_ofi_module_t *m)
+{
+    size_t b = MCA_COLL_OFI_SMALL_BYTES_MAX;
+
+    if (mca_coll_ofi_spans_nodes(m)) {
+        while (b > MCA_COLL_OFI_SMALL_BYTES && b * (size_t) m->size > MCA_COLL_OFI_SMALL_SPAN) {
+            b /= 2;
+        }
+        m->small_bytes = b;
+        m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES_MAX;
+        m->gather_sets = 2 * MCA_COLL_OFI_GATHER_SETS;
+    } else {
+        m->small_bytes = MCA_COLL_OFI_SMALL_BYTES;
+        m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES;
+        m->gather_sets = MCA_COLL_OFI_GATHER_SETS;
+    }
+    m->gather_push = m->gather_sets / 2;
+    m->gather_stride = MCA_COLL_OFI_RING_HEAD + m->small_bytes;
+    m->ring_stride = MCA_COLL_OFI_RING_HEAD + m->ring_bytes;
+}
+
 /* Allocate and register this rank's block (see coll_ofi.h for the layout). */
 static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
 {
@@ -90,12 +115,12 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->off_rdone = m->off_src + n * sizeof(uint64_t);
     m->off_bounce = MCA_COLL_OFI_ALIGN(m->off_rdone + n * sizeof(uint64_t), 64);
     m->off_small = m->off_bounce + MCA_COLL_OFI_PAGE_SIZE;
-    m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * MCA_COLL_OFI_SMALL_BYTES : 0;
+    mca_coll_ofi_slots(m);
+    m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * m->small_bytes : 0;
     m->off_gather = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
-    m->off_ring =
-        m->off_gather
-        + ((0 < m->small_size) ? MCA_COLL_OFI_GATHER_SETS * n * MCA_COLL_OFI_GATHER_STRIDE : 0);
-    m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * MCA_COLL_OFI_RING_STRIDE;
+    m->off_ring = m->off_gather
+                  + ((0 < m->small_size) ? m->gather_sets * n * m->gather_stride : 0);
+    m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * m->ring_stride;
     /* per rank: block address, data size, registration handle */
     m->dir_stride = MCA_COLL_OFI_DIR_HANDLE + MCA_COLL_OFI_ALIGN(hsize, 8);
     /* then one entry of the same form per rank: where a large broadcast's
@@ -216,7 +241,7 @@ static int mca_coll_ofi_vote(mca_coll_ofi_module_t *m, bool usable, bool *agreed
 {
     /* then {messages possible, their largest payload}: used only if every
      * rank can receive them (coll_ofi_am.c), up to the smallest size */
-    int agree[9] = {usable ? 1 : 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    int agree[11] = {usable ? 1 : 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int rc;
 
     if (usable) {
@@ -229,8 +254,11 @@ static int mca_coll_ofi_vote(mca_coll_ofi_module_t *m, bool usable, bool *agreed
         agree[6] = -agree[5];
         agree[7] = m->am ? 1 : 0;
         agree[8] = (m->am_max > INT32_MAX) ? INT32_MAX : (int) m->am_max;
+        /* and the size of the small slots (the layout again) */
+        agree[9] = (int) m->small_bytes;
+        agree[10] = -agree[9];
     }
-    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 9, MPI_INT, MPI_MIN, m->comm,
+    rc = m->prev_allreduce(MPI_IN_PLACE, agree, 11, MPI_INT, MPI_MIN, m->comm,
                            m->prev_allreduce_module);
     if (OMPI_SUCCESS != rc) {
         return rc;
@@ -239,13 +267,15 @@ static int mca_coll_ofi_vote(mca_coll_ofi_module_t *m, bool usable, bool *agreed
         mca_coll_ofi_am_detach(m);
     }
     m->am_max = (size_t) agree[8];
-    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] || agree[5] != -agree[6]) {
+    if (0 == agree[0] || agree[1] != -agree[2] || agree[3] != -agree[4] || agree[5] != -agree[6]
+        || agree[9] != -agree[10]) {
         /* a rank that could not serve has said why already */
         opal_output_verbose(usable ? (0 == m->rank ? 1 : 2) : 100, mca_coll_ofi_component.output,
                             "coll:ofi: not serving communicator %u (rank %d): %s", m->cid, m->rank,
                             0 == agree[0] ? "a rank cannot reach its peers over RDMA"
-                                          : "ranks differ in BTL, handle size or "
-                                            "coll_ofi_cache_pages");
+                                          : "ranks differ in BTL, handle size, "
+                                            "coll_ofi_cache_pages or in whether the "
+                                            "communicator spans nodes");
         *agreed = false;
     } else {
         *agreed = true;
@@ -905,7 +935,7 @@ static int mca_coll_ofi_room(mca_coll_ofi_module_t *m, int peer, uint64_t c, uin
  * know which counts will arrive. */
 static bool mca_coll_ofi_gather_tells(mca_coll_ofi_module_t *m, int root, uint64_t done)
 {
-    if (done < m->gather_told[root] + MCA_COLL_OFI_GATHER_PUSH) {
+    if (done < m->gather_told[root] + m->gather_push) {
         return false;
     }
     m->gather_told[root] = done;
@@ -946,16 +976,16 @@ int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 
     if (m->am && NULL == m->peer_map[peer]) {
         /* The root tells us when it finished a call it was root of
-         * (mca_coll_ofi_gather_done), at most every GATHER_PUSH calls:
+         * (mca_coll_ofi_gather_done), at most every gather_push calls:
          * no round trip. Its set for call c was last used by its latest
-         * root call up to c - GATHER_SETS: that one, or (if it was root
-         * since) c - GATHER_SETS itself, whichever is earlier, is what it
+         * root call up to c - gather_sets: that one, or (if it was root
+         * since) c - gather_sets itself, whichever is earlier, is what it
          * must have finished. The count it told last (or will tell, for
          * calls before this one) usually says so; if not, we read its
          * count, as without messages. */
         const uint64_t last = m->gather_root_last[peer];
         const uint64_t bound =
-            (c + 1 > MCA_COLL_OFI_GATHER_SETS) ? c + 1 - MCA_COLL_OFI_GATHER_SETS : 0;
+            (c + 1 > m->gather_sets) ? c + 1 - m->gather_sets : 0;
         const uint64_t need = (last < bound) ? last : bound;
         const bool told = need <= m->gather_told[peer];
 
@@ -971,7 +1001,7 @@ int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
                                  &h->reduce_peek, m->reduce_seen);
     }
 
-    return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_GATHER_SETS,
+    return mca_coll_ofi_room(m, peer, c, m->gather_sets,
                              offsetof(mca_coll_ofi_header_t, reduce_done), &h->reduce_peek,
                              m->reduce_seen);
 }

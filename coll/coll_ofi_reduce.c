@@ -12,7 +12,7 @@
  * last rank to rank 0 (rank i computes r_i op (r_i+1 op ... op r_n-1)),
  * and rank 0 hands the result to the root if that is someone else.
  *
- * Reductions of at most SMALL_BYTES on at most SMALL_RANKS ranks are
+ * Reductions of at most small_bytes on at most SMALL_RANKS ranks are
  * gathered at the root instead (mca_coll_ofi_reduce_small), and such
  * allreduces are one all-to-all exchange (mca_coll_ofi_allreduce_small).
  * A larger allreduce is a reduce to rank 0 followed by a broadcast from
@@ -410,8 +410,8 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
  * it, writes the slot's flag (call + 1) and returns; the root waits for
  * the flags and combines in rank order, c0 op (c1 op (... op c_last)),
  * which is right for non-commutative ops too. Call c uses set
- * c % GATHER_SETS at its root; a contributor first makes sure the root has
- * finished call c - GATHER_SETS (mca_coll_ofi_gather_room: usually known
+ * c % gather_sets at its root; a contributor first makes sure the root has
+ * finished call c - gather_sets (mca_coll_ofi_gather_room: usually known
  * without asking), so it never overwrites a slot the root has not read.
  * Our own slot of the set stages our contribution (nobody else writes it).
  * As in the ring broadcast, the flag put is left in flight.
@@ -434,8 +434,8 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
     const uint64_t c = m->reduce_calls++;
     const size_t set =
         m->off_gather
-        + (size_t) (c % MCA_COLL_OFI_GATHER_SETS) * (size_t) m->size * MCA_COLL_OFI_GATHER_STRIDE;
-    const size_t mine = set + (size_t) m->rank * MCA_COLL_OFI_GATHER_STRIDE;
+        + (size_t) (c % m->gather_sets) * (size_t) m->size * m->gather_stride;
+    const size_t mine = set + (size_t) m->rank * m->gather_stride;
     char *staged = m->block + mine + MCA_COLL_OFI_RING_HEAD;
     /* across nodes a commutative reduction crosses once per node group:
      * its leader gathers the group's part first (through shared memory)
@@ -455,11 +455,11 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
             ++m->n_grouped;
             for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
                 if (p != m->rank && m->leader[p] == m->rank) {
-                    rc = mca_coll_ofi_wait(m, set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE, 0,
+                    rc = mca_coll_ofi_wait(m, set + (size_t) p * m->gather_stride, 0,
                                            c + 1, p);
                     if (OMPI_SUCCESS == rc) {
                         ompi_op_reduce(op,
-                                       m->block + set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE
+                                       m->block + set + (size_t) p * m->gather_stride
                                            + MCA_COLL_OFI_RING_HEAD,
                                        staged, count, dtype);
                     }
@@ -481,13 +481,13 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
 
         for (int p = m->size - 1; p >= 0 && OMPI_SUCCESS == rc; --p) {
             const char *from =
-                m->block + set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE + MCA_COLL_OFI_RING_HEAD;
+                m->block + set + (size_t) p * m->gather_stride + MCA_COLL_OFI_RING_HEAD;
 
             if (p != root) {
                 if (!mca_coll_ofi_gather_direct(m, grouped, p, root)) {
                     continue; /* in its leader's part */
                 }
-                rc = mca_coll_ofi_wait(m, set + (size_t) p * MCA_COLL_OFI_GATHER_STRIDE, 0, c + 1,
+                rc = mca_coll_ofi_wait(m, set + (size_t) p * m->gather_stride, 0, c + 1,
                                        p);
                 if (OMPI_SUCCESS != rc) {
                     break;
@@ -534,7 +534,7 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
         return OMPI_SUCCESS;
     }
     own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
-    if (m->small_size > 0 && (size_t) count * esize <= MCA_COLL_OFI_SMALL_BYTES) {
+    if (m->small_size > 0 && (size_t) count * esize <= m->small_bytes) {
         return mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
                                          (size_t) count * esize);
     }
@@ -587,7 +587,7 @@ static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result
             rc = mca_coll_ofi_wait(m, m->off_ready, lead, s, lead);
         }
         if (OMPI_SUCCESS == rc) {
-            memcpy(result, m->block + slot0 + (size_t) lead * MCA_COLL_OFI_SMALL_BYTES, bytes);
+            memcpy(result, m->block + slot0 + (size_t) lead * m->small_bytes, bytes);
             rc = mca_coll_ofi_leave(m);
         }
         return rc;
@@ -599,7 +599,7 @@ static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result
             if (OMPI_SUCCESS != rc) {
                 return rc;
             }
-            ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, part,
+            ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, part,
                            count, dtype);
         }
     }
@@ -631,10 +631,10 @@ static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result
             }
         }
         if (first) {
-            memcpy(result, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, bytes);
+            memcpy(result, m->block + slot0 + (size_t) p * m->small_bytes, bytes);
             first = false;
         } else {
-            ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result,
+            ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, result,
                            count, dtype);
         }
     }
@@ -662,8 +662,8 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
 {
     const uint64_t s = ++m->step;
     const size_t set = (size_t) (m->small_calls++ % 2) * (size_t) m->size;
-    const size_t slot0 = m->off_small + set * MCA_COLL_OFI_SMALL_BYTES;
-    const size_t mine = slot0 + (size_t) m->rank * MCA_COLL_OFI_SMALL_BYTES;
+    const size_t slot0 = m->off_small + set * m->small_bytes;
+    const size_t mine = slot0 + (size_t) m->rank * m->small_bytes;
     const int last = m->size - 1;
     int rc;
 
@@ -696,7 +696,7 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
             return rc;
         }
     }
-    memcpy(result, m->block + slot0 + (size_t) last * MCA_COLL_OFI_SMALL_BYTES, bytes);
+    memcpy(result, m->block + slot0 + (size_t) last * m->small_bytes, bytes);
     for (int p = last - 1; p >= 0; --p) {
         if (p != m->rank) {
             rc = mca_coll_ofi_wait(m, m->off_ready, p, s, p);
@@ -704,7 +704,7 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
                 return rc;
             }
         }
-        ompi_op_reduce(op, m->block + slot0 + (size_t) p * MCA_COLL_OFI_SMALL_BYTES, result, count,
+        ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, result, count,
                        dtype);
     }
     return mca_coll_ofi_leave(m);
@@ -734,7 +734,7 @@ int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
     /* with MPI_IN_PLACE every rank's contribution is in rbuf; it is read
      * chunk by chunk before the broadcast overwrites rbuf */
     own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
-    if (m->small_size > 0 && (size_t) count * esize <= MCA_COLL_OFI_SMALL_BYTES) {
+    if (m->small_size > 0 && (size_t) count * esize <= m->small_bytes) {
         return mca_coll_ofi_allreduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op,
                                             (size_t) count * esize);
     }

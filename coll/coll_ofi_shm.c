@@ -40,6 +40,18 @@ static bool mca_coll_ofi_shm_local(mca_coll_ofi_module_t *m, int r)
     return r != m->rank && NULL != proc && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags);
 }
 
+bool mca_coll_ofi_spans_nodes(mca_coll_ofi_module_t *m)
+{
+    for (int r = 0; r < m->size; ++r) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(m->comm, r);
+
+        if (r != m->rank && (NULL == proc || !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Map a new segment of SIZE bytes for our block; leaves m->block NULL
  * (and says why at verbosity 2) when there is no local peer or the
  * segment cannot be made, and the caller allocates private memory. */
