@@ -19,6 +19,70 @@
 
 #include "coll_ofi.h"
 
+/*
+ * Across node groups (m->leader, see coll_ofi_cache.c) the barrier is the
+ * same in two levels: a member writes the step into its slot at its
+ * leader and waits for the leader's; a leader waits for its members, runs
+ * the dissemination among the leaders only, then writes its members'
+ * slots. Between nodes ceil(log2 groups) rounds of one message per
+ * leader instead of ceil(log2 n) rounds of one per rank (two hosts x 2
+ * ranks: 2 messages a barrier instead of 4). Every slot still has one
+ * writer per barrier.
+ */
+static int mca_coll_ofi_barrier_grouped(mca_coll_ofi_module_t *m, uint64_t s)
+{
+    const int me = m->rank, lead = m->leader[me];
+    int rc, nl = 0, mine = 0;
+
+    if (lead != me) {
+        rc = mca_coll_ofi_signal(m, lead, m->off_ready, s);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_wait(m, m->off_ready, lead, s, lead);
+        }
+        return (OMPI_SUCCESS == rc) ? mca_coll_ofi_leave(m) : rc;
+    }
+    for (int p = 0; p < m->size; ++p) {
+        if (m->leader[p] == p) {
+            mine = (p == me) ? nl : mine;
+            ++nl;
+        } else if (m->leader[p] == me) {
+            rc = mca_coll_ofi_wait(m, m->off_ready, p, s, p);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    for (int d = 1; d < nl; d <<= 1) {
+        int to = -1, from = -1;
+
+        /* the leaders (i + d) % nl and (i - d) % nl of the leaders' list */
+        for (int p = 0, i = 0; p < m->size; ++p) {
+            if (m->leader[p] != p) {
+                continue;
+            }
+            to = (i == (mine + d) % nl) ? p : to;
+            from = (i == (mine - d + nl) % nl) ? p : from;
+            ++i;
+        }
+        rc = mca_coll_ofi_signal(m, to, m->off_ready, s);
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ofi_wait(m, m->off_ready, from, s, from);
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    for (int p = 0; p < m->size; ++p) {
+        if (p != me && m->leader[p] == me) {
+            rc = mca_coll_ofi_signal(m, p, m->off_ready, s);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+    }
+    return mca_coll_ofi_leave(m);
+}
+
 int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ofi_module_t *m = (mca_coll_ofi_module_t *) module;
@@ -36,6 +100,9 @@ int mca_coll_ofi_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
     }
     m->n_barrier++;
     s = ++m->step;
+    if (NULL != m->leader) {
+        return mca_coll_ofi_barrier_grouped(m, s);
+    }
 
     for (int d = 1; d < n; d <<= 1) {
         const int to = (m->rank + d) % n, from = (m->rank - d + n) % n;

@@ -448,19 +448,46 @@ static void test_barrier(MPI_Comm comm, const char *cname)
         same = same && 0 == strcmp(hosts + (size_t) p * MPI_MAX_PROCESSOR_NAME, host);
     }
 
+    /* Across hosts clocks are not compared: the late rank of each round
+     * instead completes a put of the round into its own window before
+     * the barrier, and every rank must read it there after the barrier. */
+    int *mark = NULL;
+    MPI_Win win = MPI_WIN_NULL;
+    if (!same) {
+        MPI_Alloc_mem(sizeof(int), MPI_INFO_NULL, &mark);
+        *mark = -1;
+        MPI_Win_create(mark, sizeof(int), sizeof(int), MPI_INFO_NULL, comm, &win);
+    }
     for (int round = 0; round < 20; ++round) {
         double t[2];
-        if (round % size == rank) {
+        const int late = round % size;
+        if (late == rank) {
             struct timespec d = {0, 2000000};
             nanosleep(&d, NULL);
+            if (!same) {
+                MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win);
+                MPI_Put(&round, 1, MPI_INT, rank, 0, 1, MPI_INT, win);
+                MPI_Win_unlock(rank, win);
+            }
         }
         t[0] = now();
         check_mpi(MPI_Barrier(comm), "MPI_Barrier");
         t[1] = now();
-        MPI_Allgather(t, 2, MPI_DOUBLE, times, 2, MPI_DOUBLE, comm);
         if (!same) {
+            int seen = -1;
+            MPI_Win_lock(MPI_LOCK_SHARED, late, 0, win);
+            MPI_Get(&seen, 1, MPI_INT, late, 0, 1, MPI_INT, win);
+            MPI_Win_unlock(late, win);
+            if (seen != round) {
+                fail("MPI_Barrier on %s: round %d: rank %d left before rank %d (late) had "
+                     "arrived: it read %d from rank %d's window after the barrier",
+                     cname, round, rank, late, seen, late);
+            }
+            /* nobody may write the next round before everyone has read */
+            check_mpi(MPI_Barrier(comm), "MPI_Barrier");
             continue;
         }
+        MPI_Allgather(t, 2, MPI_DOUBLE, times, 2, MPI_DOUBLE, comm);
         for (int p = 0; p < size; ++p) {
             for (int q = 0; q < size; ++q) {
                 if (times[2 * q + 1] < times[2 * p]) {
@@ -470,6 +497,10 @@ static void test_barrier(MPI_Comm comm, const char *cname)
                 }
             }
         }
+    }
+    if (!same) {
+        MPI_Win_free(&win);
+        MPI_Free_mem(mark);
     }
     free(hosts);
     free(times);
