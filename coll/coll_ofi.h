@@ -160,7 +160,11 @@ typedef struct mca_coll_ofi_header_t {
     uint64_t ring_peek;   /* where the get of a child's ring_done lands */
     uint64_t reduce_done; /* small reductions this rank has finished (peers read it) */
     uint64_t reduce_peek; /* where the get of a root's reduce_done lands */
-    uint64_t pad[3];
+    /* all local, rank 0's only: ranks that arrived at a barrier, in all,
+     * and the last barrier everyone has arrived at (coll_ofi_barrier.c) */
+    uint64_t arrived;
+    uint64_t released;
+    uint64_t pad[1];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -234,6 +238,7 @@ typedef struct mca_coll_ofi_module_t {
 
     uint64_t step;         /* last step used; equal on every rank */
     uint64_t ring_calls;   /* ring broadcasts begun; equal on every rank */
+    uint64_t barrier_calls; /* barriers begun; equal on every rank */
     uint64_t *ring_seen;   /* per peer: its ring_done when last read */
     uint64_t reduce_calls; /* small reductions begun; equal on every rank */
     uint64_t *reduce_seen; /* per peer: its reduce_done when last read */
@@ -368,6 +373,10 @@ int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, int root, uint64_t done);
  * the writer is found lost meanwhile. */
 int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value,
                       int writer);
+/* The same for a word anywhere in our address space (a mapped peer's
+ * block). */
+int mca_coll_ofi_wait_word(mca_coll_ofi_module_t *m, const uint64_t *slot, uint64_t value,
+                           int writer);
 
 /* collectives */
 int mca_coll_ofi_bcast(void *buff, int count, struct ompi_datatype_t *datatype, int root,

@@ -64,6 +64,46 @@ static mca_coll_ofi_tree_t mca_coll_ofi_tree(const mca_coll_ofi_module_t *m, int
  * root returns as soon as its children have the bytes, and may be up to
  * RING_SLOTS calls ahead.
  */
+/*
+ * All local (every rank maps every block): the ring without the tree. The
+ * root waits until every rank has emptied the slot's previous call (its
+ * ring_done, read where it is), copies the bytes into its own slot and
+ * writes the slot's flag; every other rank waits for that flag in the
+ * root's block, copies the bytes out of it and counts the slot emptied.
+ * One step from the root to everyone instead of log2(n) levels that each
+ * copy again.
+ */
+static int mca_coll_ofi_bcast_flat(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+{
+    const uint64_t c = m->ring_calls++;
+    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * m->ring_stride;
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    int rc = OMPI_SUCCESS;
+
+    if (m->rank == root) {
+        for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
+            if (p != root) {
+                rc = mca_coll_ofi_ring_room(m, p, c);
+            }
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        memcpy(m->block + slot_off + MCA_COLL_OFI_RING_HEAD, buf, bytes);
+        __atomic_store_n((uint64_t *) (m->block + slot_off), c + 1, __ATOMIC_RELEASE);
+    } else {
+        const char *slot = m->peer_map[root] + slot_off;
+
+        rc = mca_coll_ofi_wait_word(m, (const uint64_t *) slot, c + 1, root);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        memcpy(buf, slot + MCA_COLL_OFI_RING_HEAD, bytes);
+    }
+    __atomic_store_n(&h->ring_done, c + 1, __ATOMIC_RELEASE);
+    return mca_coll_ofi_leave(m);
+}
+
 static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
 {
     const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
@@ -207,7 +247,8 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
     int rc = OMPI_SUCCESS;
 
     if (bytes <= m->ring_bytes) {
-        return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
+        return m->all_local ? mca_coll_ofi_bcast_flat(m, buf, bytes, root)
+                            : mca_coll_ofi_bcast_ring(m, buf, bytes, root);
     }
     if (bytes >= m->zc_min) {
         m->n_zcopy++;

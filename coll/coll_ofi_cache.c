@@ -1056,7 +1056,12 @@ static int mca_coll_ofi_probe(mca_coll_ofi_module_t *m, int writer)
 int mca_coll_ofi_wait(mca_coll_ofi_module_t *m, size_t area_off, int index, uint64_t value,
                       int writer)
 {
-    uint64_t *slot = mca_coll_ofi_slot(m, area_off, index);
+    return mca_coll_ofi_wait_word(m, mca_coll_ofi_slot(m, area_off, index), value, writer);
+}
+
+int mca_coll_ofi_wait_word(mca_coll_ofi_module_t *m, const uint64_t *slot, uint64_t value,
+                           int writer)
+{
     uint64_t next = 0;
     unsigned spins = 0;
 

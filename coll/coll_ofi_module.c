@@ -54,6 +54,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->reduce_seen = NULL;
     m->gather_root_last = NULL;
     m->gather_told = NULL;
+    m->barrier_calls = 0;
     m->leader = NULL;
     m->small_size = 0;
     m->small_calls = 0;
