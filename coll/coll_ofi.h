@@ -292,6 +292,10 @@ void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m);
  * block) into LOCAL with one copy of our own; OMPI_ERR_NOT_AVAILABLE when
  * the kernel refuses and the btl can take over, OMPI_ERROR (said) when it
  * cannot (all_local). */
+/* Write LEN bytes at LOCAL to RADDR in local peer PEER with
+ * process_vm_writev (every rank local only: m->all_local). */
+int mca_coll_ofi_shm_write(mca_coll_ofi_module_t *m, int peer, uint64_t raddr, const void *local,
+                           size_t len);
 int mca_coll_ofi_shm_read(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
                           size_t len);
 

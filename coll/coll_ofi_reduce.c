@@ -398,6 +398,83 @@ static int mca_coll_ofi_allreduce_pair(mca_coll_ofi_module_t *m, const char *own
     return mca_coll_ofi_zc_end(m, rc, handle, 2);
 }
 
+/*
+ * A commutative reduction on two ranks of one node (all local), from
+ * PAIR_MIN: each rank computes half of the result, both at once. Each
+ * publishes where its contribution is (the root also where the result
+ * goes, in its zc entry's third word) and announces it (ready slot, step
+ * base). The root reads the leaf's first half in parts and combines it
+ * into the result; the leaf reads the root's second half in parts,
+ * combines it with its own and writes it into the root's result with
+ * process_vm_writev. Each tells the other once it no longer reads or
+ * writes the other's memory (credit slot, step base + 1) and returns
+ * once told. The whole reduction on the root's core alone (reading, then
+ * combining) was 0.53x-0.76x of coll/tuned over vader from 32 KiB, whose
+ * pipeline has the sender copy while the receiver combines.
+ */
+#define MCA_COLL_OFI_PAIR_MIN (16 * 1024)
+
+static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, char *result,
+                                    size_t count, struct ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, int root, size_t esize)
+{
+    const int peer = 1 - m->rank;
+    const uint64_t base = m->step + 1;
+    const size_t half = count / 2;
+    const size_t first = (m->rank == root) ? 0 : half;
+    const size_t cnt = (m->rank == root) ? half : count - half;
+    const size_t per = MCA_COLL_OFI_ZC_PART / esize ? MCA_COLL_OFI_ZC_PART / esize : 1;
+    const char *entry = m->block + m->off_zc + (size_t) peer * m->dir_stride;
+    char *mine = m->block + m->off_zc + (size_t) m->rank * m->dir_stride;
+    const uint64_t res = (uint64_t) (uintptr_t) result;
+    char *land = mca_coll_ofi_zc_landing(m, per * esize);
+    uint64_t raddr, rres;
+    int rc;
+
+    if (NULL == land) {
+        return mca_coll_ofi_zc_end(m, OMPI_ERR_OUT_OF_RESOURCE, NULL, 2);
+    }
+    memcpy(mine + MCA_COLL_OFI_DIR_PID, &res, sizeof(res));
+    rc = mca_coll_ofi_zc_publish(m, peer, own, count * esize, NULL);
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_signal(m, peer, m->off_ready, base);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_wait(m, m->off_ready, peer, base, peer);
+    }
+    memcpy(&raddr, entry, sizeof(raddr));
+    memcpy(&rres, entry + MCA_COLL_OFI_DIR_PID, sizeof(rres));
+    for (size_t done = 0; done < cnt && OMPI_SUCCESS == rc; done += per) {
+        const size_t n = (cnt - done < per) ? cnt - done : per;
+        const size_t b = (first + done) * esize;
+
+        rc = mca_coll_ofi_shm_read(m, peer, land, raddr + b, n * esize);
+        if (OMPI_SUCCESS != rc) {
+            break;
+        }
+        if (m->rank == root) {
+            if (result != own) {
+                ompi_3buff_op_reduce(op, land, (void *) (own + b), result + b, (int) n, dtype);
+            } else {
+                ompi_op_reduce(op, land, result + b, n, dtype);
+            }
+        } else {
+            ompi_op_reduce(op, (void *) (own + b), land, n, dtype);
+            rc = mca_coll_ofi_shm_write(m, peer, rres + b, land, n * esize);
+        }
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_signal(m, peer, m->off_credit, base + 1);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_wait(m, m->off_credit, peer, base + 1, peer);
+    }
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ofi_leave(m);
+    }
+    return mca_coll_ofi_zc_end(m, rc, NULL, 2);
+}
+
 /* Whether a reduction of BYTES goes without copies: from
  * coll_ofi_zcopy_size, once the caches would take it in more than one
  * chunk (in one chunk they were faster: 16-64 KiB on 4 ranks over shm,
@@ -573,6 +650,12 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
     if (m->small_size > 0 && (size_t) count * esize <= m->small_bytes) {
         return mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
                                          (size_t) count * esize);
+    }
+    if (2 == m->size && m->all_local && ompi_op_is_commute(op)
+        && (size_t) count * esize >= MCA_COLL_OFI_PAIR_MIN) {
+        m->n_zcopy_reduce++;
+        return mca_coll_ofi_reduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
+                                        esize);
     }
     if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {
         m->n_zcopy_reduce++;

@@ -163,6 +163,28 @@ bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
  * peer and the btl takes over; where every rank is local the buffers are
  * not registered with the btl, so the failure (a peer that died) is the
  * collective's error. */
+int mca_coll_ofi_shm_write(mca_coll_ofi_module_t *m, int peer, uint64_t raddr, const void *local,
+                           size_t len)
+{
+    for (size_t done = 0; done < len;) {
+        struct iovec l = {.iov_base = (char *) local + done, .iov_len = len - done};
+        struct iovec r = {.iov_base = (void *) (uintptr_t) (raddr + done), .iov_len = len - done};
+        ssize_t n = process_vm_writev(m->peer_pid[peer], &l, 1, &r, 1, 0);
+
+        if (n <= 0) {
+            /* the same permission as reading, which was probed: the peer
+             * is gone or its buffer is */
+            opal_output(0,
+                        "coll:ofi: communicator %u rank %d: process_vm_writev to rank %d failed "
+                        "(%s; did it die?); the collective returns an error",
+                        m->cid, m->rank, peer, n < 0 ? strerror(errno) : "no progress");
+            return OMPI_ERROR;
+        }
+        done += (size_t) n;
+    }
+    return OMPI_SUCCESS;
+}
+
 int mca_coll_ofi_shm_read(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
                           size_t len)
 {
