@@ -40,6 +40,8 @@
  *              out (mca_btl_ofi_module_fatal)
  *   context    endpoints' transmit/receive contexts, completion queues and
  *              their locks, the thread-to-context binding
+ *   shmname    names of shm endpoints: unique, removed at exit, the
+ *              regions of processes that are gone swept from /dev/shm
  *
  * The operations' own paths (put, get, atomics, send) never read a
  * completion queue (a full context answers OPAL_ERR_OUT_OF_RESOURCE and

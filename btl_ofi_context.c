@@ -23,6 +23,7 @@
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
+#include "btl_ofi_shmname.h"
 
 /* The context index of the calling thread, -1 until its first operation.
  * Every module (rail) has as many contexts, so one index per thread
@@ -51,81 +52,24 @@ static void mca_btl_ofi_context_attrs(const struct fi_info *info, struct fi_tx_a
                   | FI_MULTI_RECV);
 }
 
-/*
- * The shm provider removes an endpoint's region from /dev/shm when the
- * endpoint is closed. Open MPI 4.1 does not always close us: after
- * MPI_T_init_thread every framework's close at MPI_Finalize is only a
- * decrement, the real one waits for MPI_T_finalize (which 4.1.4 crashes
- * in, so applications and tools skip it), and the regions (16 MiB each,
- * a few MiB touched) would stay in /dev/shm for good. So the names given
- * are kept, and removed at exit (or when the component is unloaded:
- * atexit in a shared object runs at dlclose). A name whose endpoint was
- * closed is gone already; its removal fails harmlessly. Removing a name
- * never unmaps anything, and by then no peer needs to look it up.
- */
-#define MCA_BTL_OFI_SHM_NAMES (MCA_BTL_OFI_MAX_CONTEXTS * MCA_BTL_OFI_MAX_RAILS)
-static char mca_btl_ofi_shm_names[MCA_BTL_OFI_SHM_NAMES][64];
-static int mca_btl_ofi_shm_count;
-static pid_t mca_btl_ofi_shm_owner;
-
-static void mca_btl_ofi_shm_names_remove(void)
-{
-    /* a forked child exiting must not remove its parent's names */
-    if (getpid() != mca_btl_ofi_shm_owner) {
-        return;
-    }
-    for (int i = 0; i < mca_btl_ofi_shm_count; ++i) {
-        (void) shm_unlink(mca_btl_ofi_shm_names[i]);
-    }
-    mca_btl_ofi_shm_count = 0;
-}
-
-/* Keep NAME (the provider's "fi_shm://" address; the region is the rest)
- * for removal at exit. Called from the single-threaded set-up. */
-static void mca_btl_ofi_shm_name_keep(const char *name)
-{
-    static bool registered;
-    const char *region = strstr(name, "://");
-
-    if (!registered) {
-        registered = (0 == atexit(mca_btl_ofi_shm_names_remove));
-        mca_btl_ofi_shm_owner = getpid();
-    }
-    if (!registered || mca_btl_ofi_shm_count >= MCA_BTL_OFI_SHM_NAMES) {
-        return;
-    }
-    snprintf(mca_btl_ofi_shm_names[mca_btl_ofi_shm_count++], sizeof(mca_btl_ofi_shm_names[0]),
-             "%s", NULL != region ? region + 3 : name);
-}
-
-/* shm names its endpoints after the process id, and a process killed
- * before it could clean up leaves its segment behind in /dev/shm: a later
- * process given the same pid then fails fi_enable with -FI_EBUSY. A name
- * with a random part never meets a stale one. */
+/* shm endpoints get our own names (btl_ofi_shmname.c says why). */
 static int mca_btl_ofi_context_name(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context)
 {
-    char name[64];
-    uint64_t salt = 0;
+    char name[96];
     int rc;
 
     if (0 != strcmp(module->info->fabric_attr->prov_name, "shm")
         || FI_ADDR_STR != module->info->addr_format) {
         return OPAL_SUCCESS;
     }
-    if (sizeof(salt) != getrandom(&salt, sizeof(salt), 0)) {
-        struct timespec now;
-        (void) clock_gettime(CLOCK_MONOTONIC, &now);
-        salt = ((uint64_t) now.tv_sec * 1000000000u + (uint64_t) now.tv_nsec)
-               ^ ((uint64_t) getpid() << 32);
+    if (OPAL_SUCCESS != mca_btl_ofi_shm_name(name, sizeof(name), context->index)) {
+        return OPAL_ERROR;
     }
-    snprintf(name, sizeof(name), "fi_shm://btlofi-%d-%016" PRIx64 "-%d", (int) getpid(), salt,
-             context->index);
     rc = fi_setname(&context->ep->fid, name, strlen(name) + 1);
     if (0 != rc) {
         MCA_BTL_OFI_REPORT("fi_setname", rc);
         return OPAL_ERROR;
     }
-    mca_btl_ofi_shm_name_keep(name);
     return OPAL_SUCCESS;
 }
 

@@ -125,13 +125,22 @@
 #                     reported. Before btl/ofi parked such buffers every
 #                     one was dropped, and the job hung. shm (where it was
 #                     seen) and tcp;ofi_rxm.
+#   stale:shm         regions a killed process leaves in /dev/shm: three
+#                     made up beforehand, named as btl/ofi names its shm
+#                     endpoints (btlofi-PIDNS-PID-...), one of a process of
+#                     our pid namespace that is gone, one of a process
+#                     that lives (this script), one of another pid
+#                     namespace; tests/bin/hello on 2 ranks over shm must
+#                     remove the first (and say so at btl_ofi_verbose 1)
+#                     and keep the other two. Before, the regions of every
+#                     killed process stayed (20-33 a run of this group).
 #   jobs:PROV:COUNT   COUNT jobs back to back (tests/bin/workload all -n 2 on
 #                     2 ranks, about 0.8 s each); every one must pass.
 #
 # Default list: every provider: death rma and msg, regexpose, inject (7
 # calls), jobs (BTL_OFI_FAULT_JOBS each, default 20); death coll and
-# collidle and rxfull on shm and tcp;ofi_rxm; fuzz:shm, asan:shm,
-# memcheck:shm, memcheck:sockets: 61 cases, about 9 minutes on 2 cores
+# collidle and rxfull on shm and tcp;ofi_rxm; stale, fuzz, asan and
+# memcheck on shm, memcheck:sockets: 62 cases, about 9 minutes on 2 cores
 # (a death case that fails takes 37 s, one that passes 6 s).
 # BTL_OFI_FAULTS_FULL=1 (or BTL_OFI_FULL=1) adds fuzz and asan on every
 # other provider and memcheck on tcp;ofi_rxm and udp;ofi_rxd, fuzzes every
@@ -201,6 +210,7 @@ list_cases() {
             echo "inject:$p:$call"
         done
         [[ $prov == shm || $prov == "tcp;ofi_rxm" ]] && echo "rxfull:$p"
+        [[ $prov == shm ]] && echo "stale:$p"
         echo "jobs:$p:$njobs"
     done
     for prov in $PROVIDERS; do
@@ -598,6 +608,41 @@ run_rxfull() { # label prov log t0
         report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${why[@]}" | sed 's/; $//')" "$log"
     else
         report PASS "$label" $((SECONDS - t0)) "65 postings of rank 0's receive buffers refused in a row (injected FI_ENOMEM), each buffer posted again later: OK workload, every byte checked, nothing reported"
+    fi
+}
+
+run_stale() { # label prov log t0
+    local label=$1 prov=$2 log=$3 t0=$4 ns dead rc crash tag
+    local -a why=()
+    ns=$(stat -L -c %i /proc/self/ns/pid)
+    # a pid of our namespace that no longer exists
+    sh -c 'exit 0' &
+    dead=$!
+    wait "$dead"
+    tag=$(printf '%016x' "$RANDOM$RANDOM")
+    local gone=/dev/shm/btlofi-$ns-$dead-$tag-0 live=/dev/shm/btlofi-$ns-$$-$tag-0
+    local other=/dev/shm/btlofi-$((ns + 1))-$dead-$tag-0
+    echo stale >"$gone"
+    echo stale >"$live"
+    echo stale >"$other"
+    run_logged "$log" 60 "$ofirun" -np 2 --mca btl_ofi_provider_include "$prov" --mca btl_ofi_verbose 1 \
+        "$bindir/hello"
+    rc=$?
+    crash=$(crash_of "$log")
+    if ((rc != 0)) || ! grep -q '^hello: np=2' "$log"; then
+        why+=("hello did not run (exit code $rc): $(first_fail "$log")")
+    fi
+    [[ -e $gone ]] && why+=("the region of pid $dead (gone) is still in /dev/shm")
+    [[ -e $live ]] || why+=("the region of pid $$ (alive) was removed")
+    [[ -e $other ]] || why+=("the region of another pid namespace was removed")
+    grep -q 'btl/ofi: removed [1-9][0-9]* shm region(s) from /dev/shm left by processes that no longer exist' "$log" ||
+        why+=("no btl_ofi_verbose line said that regions were removed")
+    [[ -n $crash ]] && why+=("crash: $crash")
+    rm -f "$gone" "$live" "$other"
+    if ((${#why[@]})); then
+        report FAIL "$label" $((SECONDS - t0)) "$(printf '%s; ' "${why[@]}" | sed 's/; $//')" "$log"
+    else
+        report PASS "$label" $((SECONDS - t0)) "the region of a process that is gone removed, those of a live process and of another pid namespace kept"
     fi
 }
 
@@ -1029,6 +1074,7 @@ run_case() {
     regexpose) label="faults $prov regexpose" ;;
     inject) label="faults $prov inject $a" ;;
     rxfull) label="faults $prov receive queue full (FI_ENOMEM) on reposts" ;;
+    stale) label="faults $prov stale regions in /dev/shm" ;;
     fuzz) label="faults $prov fuzz" ;;
     asan) label="faults $prov asan" ;;
     memcheck) label="faults $prov memcheck" ;;
@@ -1050,7 +1096,7 @@ run_case() {
     death) progs=(death) ;;
     regexpose) progs=(regexpose) ;;
     inject | jobs | rxfull) progs=(workload) ;;
-    fuzz) progs=(hello) ;;
+    fuzz | stale) progs=(hello) ;;
     asan) progs=(putget pingpong) ;;
     memcheck) progs=(putget pingpong colltest_mt) ;;
     esac
@@ -1079,6 +1125,7 @@ run_case() {
         run_inject "$label" "$prov" "$a" "$log" "$t0"
         ;;
     rxfull) run_rxfull "$label" "$prov" "$log" "$t0" ;;
+    stale) run_stale "$label" "$prov" "$log" "$t0" ;;
     fuzz) run_fuzz "$label" "$prov" "$log" "$t0" ;;
     asan) run_asan "$label" "$prov" "$log" "$t0" ;;
     memcheck) run_memcheck "$label" "$prov" "$log" "$t0" ;;
