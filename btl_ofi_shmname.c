@@ -81,8 +81,8 @@ static void mca_btl_ofi_shm_name_keep(const char *region)
     if (!registered || mca_btl_ofi_shm_count >= MCA_BTL_OFI_SHM_NAMES) {
         return;
     }
-    snprintf(mca_btl_ofi_shm_names[mca_btl_ofi_shm_count++], sizeof(mca_btl_ofi_shm_names[0]),
-             "%s", region);
+    snprintf(mca_btl_ofi_shm_names[mca_btl_ofi_shm_count++], sizeof(mca_btl_ofi_shm_names[0]), "%s",
+             region);
 }
 
 /* Our pid namespace's number (the inode of /proc/self/ns/pid), 0 if
@@ -152,8 +152,8 @@ int mca_btl_ofi_shm_name(char *name, size_t size, int index)
         salt = ((uint64_t) now.tv_sec * 1000000000u + (uint64_t) now.tv_nsec)
                ^ ((uint64_t) getpid() << 32);
     }
-    n = snprintf(name, size, "%s" MCA_BTL_OFI_SHM_PREFIX "%" PRIu64 "-%d-%016" PRIx64 "-%d",
-                 scheme, ns, (int) getpid(), salt, index);
+    n = snprintf(name, size, "%s" MCA_BTL_OFI_SHM_PREFIX "%" PRIu64 "-%d-%016" PRIx64 "-%d", scheme,
+                 ns, (int) getpid(), salt, index);
     if (n < 0 || (size_t) n >= size) {
         opal_output(0, "btl/ofi: the shm endpoint name does not fit in %zu bytes", size);
         return OPAL_ERROR;

@@ -236,12 +236,12 @@ typedef struct mca_coll_ofi_module_t {
     char *data;
     size_t data_size;
 
-    uint64_t step;         /* last step used; equal on every rank */
-    uint64_t ring_calls;   /* ring broadcasts begun; equal on every rank */
+    uint64_t step;          /* last step used; equal on every rank */
+    uint64_t ring_calls;    /* ring broadcasts begun; equal on every rank */
     uint64_t barrier_calls; /* barriers begun; equal on every rank */
-    uint64_t *ring_seen;   /* per peer: its ring_done when last read */
-    uint64_t reduce_calls; /* small reductions begun; equal on every rank */
-    uint64_t *reduce_seen; /* per peer: its reduce_done when last read */
+    uint64_t *ring_seen;    /* per peer: its ring_done when last read */
+    uint64_t reduce_calls;  /* small reductions begun; equal on every rank */
+    uint64_t *reduce_seen;  /* per peer: its reduce_done when last read */
     /* per peer: 1 + the last small reduction it was root of, and the
      * count it last told its contributors (with messages:
      * mca_coll_ofi_gather_room, mca_coll_ofi_gather_done; the same on

@@ -179,17 +179,15 @@ static int mca_coll_ofi_bcast_zc(mca_coll_ofi_module_t *m, char *buf, size_t byt
     int rc;
 
     /* read by our children, written by our own gets */
-    rc = mca_coll_ofi_user_register(m, buf, bytes,
-                                    MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_LOCAL_WRITE,
-                                    &handle);
+    rc = mca_coll_ofi_user_register(
+        m, buf, bytes, MCA_BTL_REG_FLAG_REMOTE_READ | MCA_BTL_REG_FLAG_LOCAL_WRITE, &handle);
     if (OMPI_SUCCESS != rc) {
         goto deregister;
     }
     for (int i = 0; i < t.nchildren; ++i) {
         /* our entry, from our own block, to each child's (flushed
          * before our first announcement) */
-        rc = mca_coll_ofi_zc_publish(m, (int) ((t.first + i + root) % m->size), buf, bytes,
-                                     handle);
+        rc = mca_coll_ofi_zc_publish(m, (int) ((t.first + i + root) % m->size), buf, bytes, handle);
         if (OMPI_SUCCESS != rc) {
             goto deregister;
         }

@@ -118,8 +118,7 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     mca_coll_ofi_slots(m);
     m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * m->small_bytes : 0;
     m->off_gather = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
-    m->off_ring = m->off_gather
-                  + ((0 < m->small_size) ? m->gather_sets * n * m->gather_stride : 0);
+    m->off_ring = m->off_gather + ((0 < m->small_size) ? m->gather_sets * n * m->gather_stride : 0);
     m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * m->ring_stride;
     /* per rank: block address, data size, registration handle */
     m->dir_stride = MCA_COLL_OFI_DIR_HANDLE + MCA_COLL_OFI_ALIGN(hsize, 8);
@@ -984,8 +983,7 @@ int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
          * calls before this one) usually says so; if not, we read its
          * count, as without messages. */
         const uint64_t last = m->gather_root_last[peer];
-        const uint64_t bound =
-            (c + 1 > m->gather_sets) ? c + 1 - m->gather_sets : 0;
+        const uint64_t bound = (c + 1 > m->gather_sets) ? c + 1 - m->gather_sets : 0;
         const uint64_t need = (last < bound) ? last : bound;
         const bool told = need <= m->gather_told[peer];
 

@@ -233,8 +233,8 @@ static int mca_coll_ofi_zc_combine(mca_coll_ofi_module_t *m, int child, uint64_t
  * base + K on every rank.
  */
 static int mca_coll_ofi_reduce_zc(mca_coll_ofi_module_t *m, const char *own, char *result,
-                                  size_t count, struct ompi_datatype_t *dtype,
-                                  struct ompi_op_t *op, int root, size_t esize, bool all)
+                                  size_t count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                  int root, size_t esize, bool all)
 {
     const bool commute = ompi_op_is_commute(op);
     const size_t per_chunk =
@@ -559,8 +559,8 @@ static int mca_coll_ofi_allreduce_split(mca_coll_ofi_module_t *m, const char *ow
         if (OMPI_SUCCESS == rc) {
             memcpy(&rres, m->block + m->off_zc + (size_t) p * m->dir_stride + MCA_COLL_OFI_DIR_PID,
                    sizeof(rres));
-            rc = mca_coll_ofi_shm_read(m, p, result + plo * esize, rres + plo * esize,
-                                       pcnt * esize);
+            rc =
+                mca_coll_ofi_shm_read(m, p, result + plo * esize, rres + plo * esize, pcnt * esize);
         }
     }
     for (int p = 0; p < n && OMPI_SUCCESS == rc; ++p) {
@@ -650,8 +650,7 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
     const uint64_t c = m->reduce_calls++;
     const size_t set =
-        m->off_gather
-        + (size_t) (c % m->gather_sets) * (size_t) m->size * m->gather_stride;
+        m->off_gather + (size_t) (c % m->gather_sets) * (size_t) m->size * m->gather_stride;
     const size_t mine = set + (size_t) m->rank * m->gather_stride;
     char *staged = m->block + mine + MCA_COLL_OFI_RING_HEAD;
     /* across nodes a commutative reduction crosses once per node group:
@@ -664,16 +663,15 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
     /* with MPI_IN_PLACE own is result: keep it before result is built */
     memcpy(staged, own, bytes);
     if (m->rank != root) {
-        const int to = mca_coll_ofi_gather_direct(m, grouped, m->rank, root) ? root
-                                                                           : m->leader[m->rank];
+        const int to =
+            mca_coll_ofi_gather_direct(m, grouped, m->rank, root) ? root : m->leader[m->rank];
 
         if (grouped && m->leader[m->rank] == m->rank && m->leader[root] != m->rank) {
             /* a leader: its members' parts arrive in its own set */
             ++m->n_grouped;
             for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
                 if (p != m->rank && m->leader[p] == m->rank) {
-                    rc = mca_coll_ofi_wait(m, set + (size_t) p * m->gather_stride, 0,
-                                           c + 1, p);
+                    rc = mca_coll_ofi_wait(m, set + (size_t) p * m->gather_stride, 0, c + 1, p);
                     if (OMPI_SUCCESS == rc) {
                         ompi_op_reduce(op,
                                        m->block + set + (size_t) p * m->gather_stride
@@ -704,8 +702,7 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
                 if (!mca_coll_ofi_gather_direct(m, grouped, p, root)) {
                     continue; /* in its leader's part */
                 }
-                rc = mca_coll_ofi_wait(m, set + (size_t) p * m->gather_stride, 0, c + 1,
-                                       p);
+                rc = mca_coll_ofi_wait(m, set + (size_t) p * m->gather_stride, 0, c + 1, p);
                 if (OMPI_SUCCESS != rc) {
                     break;
                 }
@@ -763,8 +760,8 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
     }
     if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {
         m->n_zcopy_reduce++;
-        return mca_coll_ofi_reduce_zc(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
-                                      esize, false);
+        return mca_coll_ofi_reduce_zc(m, own, (char *) rbuf, (size_t) count, dtype, op, root, esize,
+                                      false);
     }
     return mca_coll_ofi_reduce_run(m, own, (char *) rbuf, (size_t) count, dtype, op, root, esize);
 }
@@ -822,8 +819,7 @@ static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result
             if (OMPI_SUCCESS != rc) {
                 return rc;
             }
-            ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, part,
-                           count, dtype);
+            ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, part, count, dtype);
         }
     }
     for (int p = 0; p < m->size; ++p) {
@@ -857,8 +853,8 @@ static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result
             memcpy(result, m->block + slot0 + (size_t) p * m->small_bytes, bytes);
             first = false;
         } else {
-            ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, result,
-                           count, dtype);
+            ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, result, count,
+                           dtype);
         }
     }
     /* our own slot now holds what the members get: the result */
@@ -927,8 +923,7 @@ static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *ow
                 return rc;
             }
         }
-        ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, result, count,
-                       dtype);
+        ompi_op_reduce(op, m->block + slot0 + (size_t) p * m->small_bytes, result, count, dtype);
     }
     return mca_coll_ofi_leave(m);
 }
@@ -972,8 +967,7 @@ int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
     }
     if (2 == m->size && (size_t) count * esize >= mca_coll_ofi_component.zc_min) {
         m->n_zcopy_reduce++;
-        return mca_coll_ofi_allreduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op,
-                                           esize);
+        return mca_coll_ofi_allreduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op, esize);
     }
     if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {
         m->n_zcopy_reduce++;
