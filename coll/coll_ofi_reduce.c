@@ -416,6 +416,34 @@ static int mca_coll_ofi_allreduce_pair(mca_coll_ofi_module_t *m, const char *own
  */
 #define MCA_COLL_OFI_PAIR_MIN (16 * 1024)
 
+/* Read CNT elements from element FIRST of local peer PEER's buffer at
+ * RADDR, PER at a time through LAND, and combine each part into RESULT
+ * there while it is still in the cache: RESULT = part op OWN where OWN is
+ * not NULL (our contribution, not yet in RESULT), else part op RESULT.
+ * Commutative ops only. */
+static int mca_coll_ofi_read_combine(mca_coll_ofi_module_t *m, int peer, uint64_t raddr, char *land,
+                                     size_t per, const char *own, char *result, size_t first,
+                                     size_t cnt, size_t esize, struct ompi_datatype_t *dtype,
+                                     struct ompi_op_t *op)
+{
+    for (size_t done = 0; done < cnt;) {
+        const size_t n = (cnt - done < per) ? cnt - done : per;
+        const size_t b = (first + done) * esize;
+        int rc = mca_coll_ofi_shm_read(m, peer, land, raddr + b, n * esize);
+
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        if (NULL != own) {
+            ompi_3buff_op_reduce(op, land, (void *) (own + b), result + b, (int) n, dtype);
+        } else {
+            ompi_op_reduce(op, land, result + b, n, dtype);
+        }
+        done += n;
+    }
+    return OMPI_SUCCESS;
+}
+
 static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, char *result,
                                     size_t count, struct ompi_datatype_t *dtype,
                                     struct ompi_op_t *op, int root, size_t esize)
@@ -446,21 +474,17 @@ static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, c
     }
     memcpy(&raddr, entry, sizeof(raddr));
     memcpy(&rres, entry + MCA_COLL_OFI_DIR_PID, sizeof(rres));
-    for (size_t done = 0; done < cnt && OMPI_SUCCESS == rc; done += per) {
+    if (OMPI_SUCCESS == rc && m->rank == root) {
+        rc = mca_coll_ofi_read_combine(m, peer, raddr, land, per, (result != own) ? own : NULL,
+                                       result, first, cnt, esize, dtype, op);
+    }
+    /* the leaf: combined in the landing zone, then written to the root */
+    for (size_t done = 0; done < cnt && OMPI_SUCCESS == rc && m->rank != root; done += per) {
         const size_t n = (cnt - done < per) ? cnt - done : per;
         const size_t b = (first + done) * esize;
 
         rc = mca_coll_ofi_shm_read(m, peer, land, raddr + b, n * esize);
-        if (OMPI_SUCCESS != rc) {
-            break;
-        }
-        if (m->rank == root) {
-            if (result != own) {
-                ompi_3buff_op_reduce(op, land, (void *) (own + b), result + b, (int) n, dtype);
-            } else {
-                ompi_op_reduce(op, land, result + b, n, dtype);
-            }
-        } else {
+        if (OMPI_SUCCESS == rc) {
             ompi_op_reduce(op, (void *) (own + b), land, n, dtype);
             rc = mca_coll_ofi_shm_write(m, peer, rres + b, land, n * esize);
         }
@@ -528,20 +552,11 @@ static int mca_coll_ofi_allreduce_split(mca_coll_ofi_module_t *m, const char *ow
         uint64_t raddr;
 
         rc = mca_coll_ofi_wait(m, m->off_ready, p, base, p);
-        memcpy(&raddr, m->block + m->off_zc + (size_t) p * m->dir_stride, sizeof(raddr));
-        for (size_t done = 0; done < cnt && OMPI_SUCCESS == rc; done += per) {
-            const size_t k = (cnt - done < per) ? cnt - done : per;
-            const size_t b = (lo + done) * esize;
-
-            rc = mca_coll_ofi_shm_read(m, p, land, raddr + b, k * esize);
-            if (OMPI_SUCCESS != rc) {
-                break;
-            }
-            if (1 == i && result != own) {
-                ompi_3buff_op_reduce(op, land, (void *) (own + b), result + b, (int) k, dtype);
-            } else {
-                ompi_op_reduce(op, land, result + b, k, dtype);
-            }
+        if (OMPI_SUCCESS == rc) {
+            memcpy(&raddr, m->block + m->off_zc + (size_t) p * m->dir_stride, sizeof(raddr));
+            rc = mca_coll_ofi_read_combine(m, p, raddr, land, per,
+                                           (1 == i && result != own) ? own : NULL, result, lo, cnt,
+                                           esize, dtype, op);
         }
     }
     for (int p = 0; p < n && OMPI_SUCCESS == rc; ++p) {
