@@ -11,14 +11,8 @@
 
 #include "opal_config.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "btl_ofi.h"
 #include "btl_ofi_endpoint.h"

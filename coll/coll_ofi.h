@@ -97,7 +97,7 @@ BEGIN_C_DECLS
  * the root's reserved area, so a rank that is not the root puts its
  * contribution and returns, up to gather_sets calls ahead of the root:
  * GATHER_SETS on one node, twice that on a communicator that spans
- * nodes (see gather_push). */
+ * nodes (below). */
 /* A directory entry (and a zc entry): block or buffer address, data
  * size, the process id, the module's instance (coll_ofi_am.c), the name
  * of the block's shared-memory segment (coll_ofi_shm.c; empty when there
@@ -119,10 +119,10 @@ BEGIN_C_DECLS
 
 #define MCA_COLL_OFI_GATHER_SETS 8
 /* With messages, a root tells its contributors that it finished a call it
- * was root of only when gather_push (gather_sets / 2) calls or more have
+ * was root of only when gather_sets / 2 calls or more have
  * passed since it last told them (mca_coll_ofi_gather_done): a root of
- * back-to-back reductions sends one such message per gather_push calls
- * and its contributors stay up to gather_sets - gather_push calls ahead.
+ * back-to-back reductions sends one such message per gather_sets / 2
+ * calls and its contributors stay up to gather_sets / 2 calls ahead.
  * Across two simulated hosts x 2 ranks, MPI_Reduce of 8-32 B took 9-10
  * us with 8 sets (a message per 4 calls) and 6-7 with 16. */
 typedef struct mca_coll_ofi_component_t {
@@ -230,7 +230,6 @@ typedef struct mca_coll_ofi_module_t {
     size_t ring_bytes;    /* payload of a ring slot */
     size_t ring_stride;   /* a ring slot: RING_HEAD + ring_bytes */
     uint64_t gather_sets; /* see GATHER_SETS */
-    uint64_t gather_push;
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
     char *data;
@@ -367,7 +366,7 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Every rank after small reduction DONE - 1 rooted at ROOT. With
  * messages, the root tells every other rank, into its rdone slot for the
- * root, when gather_push calls or more have passed since it last did, so
+ * root, when gather_sets / 2 calls or more have passed since it last did, so
  * that mca_coll_ofi_gather_room waits for that instead of reading the
  * root's count across the network; every rank keeps track of what each
  * root told. */

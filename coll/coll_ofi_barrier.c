@@ -20,16 +20,6 @@
 #include "coll_ofi.h"
 
 /*
- * Across node groups (m->leader, see coll_ofi_cache.c) the barrier is the
- * same in two levels: a member writes the step into its slot at its
- * leader and waits for the leader's; a leader waits for its members, runs
- * the dissemination among the leaders only, then writes its members'
- * slots. Between nodes ceil(log2 groups) rounds of one message per
- * leader instead of ceil(log2 n) rounds of one per rank (two hosts x 2
- * ranks: 2 messages a barrier instead of 4). Every slot still has one
- * writer per barrier.
- */
-/*
  * All local (every rank maps every block): a counter in rank 0's header
  * that every rank adds 1 to with an atomic of the processor, and a word
  * the last to arrive at barrier b sets to b, which the others wait for.
@@ -52,6 +42,16 @@ static int mca_coll_ofi_barrier_shared(mca_coll_ofi_module_t *m)
     return (OMPI_SUCCESS == rc) ? mca_coll_ofi_leave(m) : rc;
 }
 
+/*
+ * Across node groups (m->leader, see coll_ofi_cache.c) the barrier is the
+ * same in two levels: a member writes the step into its slot at its
+ * leader and waits for the leader's; a leader waits for its members, runs
+ * the dissemination among the leaders only, then writes its members'
+ * slots. Between nodes ceil(log2 groups) rounds of one message per
+ * leader instead of ceil(log2 n) rounds of one per rank (two hosts x 2
+ * ranks: 2 messages a barrier instead of 4). Every slot still has one
+ * writer per barrier.
+ */
 static int mca_coll_ofi_barrier_grouped(mca_coll_ofi_module_t *m, uint64_t s)
 {
     const int me = m->rank, lead = m->leader[me];

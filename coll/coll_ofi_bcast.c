@@ -52,19 +52,6 @@ static mca_coll_ofi_tree_t mca_coll_ofi_tree(const mca_coll_ofi_module_t *m, int
 }
 
 /*
- * A broadcast of at most ring_bytes, through the ring (coll_ofi.h): call
- * c uses slot c % RING_SLOTS on every rank. A rank with a parent waits
- * for the slot's flag to say c; every rank with children puts the slot's
- * bytes into each child's same slot once that child has emptied the
- * slot's previous call (mca_coll_ofi_ring_room: usually known without
- * asking), completes and flushes the puts, then writes the child's flag.
- * Only then does it copy the bytes out and count the slot emptied, so
- * the slot it forwarded from is not overwritten under its own puts. No
- * rank waits for its children to arrive, nor for its flags to land: a
- * root returns as soon as its children have the bytes, and may be up to
- * RING_SLOTS calls ahead.
- */
-/*
  * All local (every rank maps every block): the ring without the tree. The
  * root waits until every rank has emptied the slot's previous call (its
  * ring_done, read where it is), copies the bytes into its own slot and
@@ -104,6 +91,19 @@ static int mca_coll_ofi_bcast_flat(mca_coll_ofi_module_t *m, char *buf, size_t b
     return mca_coll_ofi_leave(m);
 }
 
+/*
+ * A broadcast of at most ring_bytes, through the ring (coll_ofi.h): call
+ * c uses slot c % RING_SLOTS on every rank. A rank with a parent waits
+ * for the slot's flag to say c; every rank with children puts the slot's
+ * bytes into each child's same slot once that child has emptied the
+ * slot's previous call (mca_coll_ofi_ring_room: usually known without
+ * asking), completes and flushes the puts, then writes the child's flag.
+ * Only then does it copy the bytes out and count the slot emptied, so
+ * the slot it forwarded from is not overwritten under its own puts. No
+ * rank waits for its children to arrive, nor for its flags to land: a
+ * root returns as soon as its children have the bytes, and may be up to
+ * RING_SLOTS calls ahead.
+ */
 static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
 {
     const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);

@@ -97,7 +97,6 @@ static void mca_coll_ofi_slots(mca_coll_ofi_module_t *m)
         m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES;
         m->gather_sets = MCA_COLL_OFI_GATHER_SETS;
     }
-    m->gather_push = m->gather_sets / 2;
     m->gather_stride = MCA_COLL_OFI_RING_HEAD + m->small_bytes;
     m->ring_stride = MCA_COLL_OFI_RING_HEAD + m->ring_bytes;
 }
@@ -934,7 +933,7 @@ static int mca_coll_ofi_room(mca_coll_ofi_module_t *m, int peer, uint64_t c, uin
  * know which counts will arrive. */
 static bool mca_coll_ofi_gather_tells(mca_coll_ofi_module_t *m, int root, uint64_t done)
 {
-    if (done < m->gather_told[root] + m->gather_push) {
+    if (done < m->gather_told[root] + m->gather_sets / 2) {
         return false;
     }
     m->gather_told[root] = done;
@@ -970,12 +969,11 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
-    /* a mapped root's count is read where it is, at no cost */
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
 
     if (m->am && NULL == m->peer_map[peer]) {
         /* The root tells us when it finished a call it was root of
-         * (mca_coll_ofi_gather_done), at most every gather_push calls:
+         * (mca_coll_ofi_gather_done), at most every gather_sets / 2 calls:
          * no round trip. Its set for call c was last used by its latest
          * root call up to c - gather_sets: that one, or (if it was root
          * since) c - gather_sets itself, whichever is earlier, is what it
@@ -998,7 +996,7 @@ int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
         return mca_coll_ofi_room(m, peer, need, 1, offsetof(mca_coll_ofi_header_t, reduce_done),
                                  &h->reduce_peek, m->reduce_seen);
     }
-
+    /* a mapped root's count is read where it is, at no cost */
     return mca_coll_ofi_room(m, peer, c, m->gather_sets,
                              offsetof(mca_coll_ofi_header_t, reduce_done), &h->reduce_peek,
                              m->reduce_seen);

@@ -22,7 +22,6 @@
 #include "coll_ofi.h"
 
 #include <stdlib.h>
-
 #include <string.h>
 
 #include "opal/util/output.h"
@@ -400,22 +399,6 @@ static int mca_coll_ofi_allreduce_pair(mca_coll_ofi_module_t *m, const char *own
     return mca_coll_ofi_zc_end(m, rc, handle, 2);
 }
 
-/*
- * A commutative reduction on two ranks of one node (all local), from
- * PAIR_MIN: each rank computes half of the result, both at once. Each
- * publishes where its contribution is (the root also where the result
- * goes, in its zc entry's third word) and announces it (ready slot, step
- * base). The root reads the leaf's first half in parts and combines it
- * into the result; the leaf reads the root's second half in parts,
- * combines it with its own and writes it into the root's result with
- * process_vm_writev. Each tells the other once it no longer reads or
- * writes the other's memory (credit slot, step base + 1) and returns
- * once told. The whole reduction on the root's core alone (reading, then
- * combining) was 0.53x-0.76x of coll/tuned over vader from 32 KiB, whose
- * pipeline has the sender copy while the receiver combines.
- */
-#define MCA_COLL_OFI_PAIR_MIN (16 * 1024)
-
 /* Read CNT elements from element FIRST of local peer PEER's buffer at
  * RADDR, PER at a time through LAND, and combine each part into RESULT
  * there while it is still in the cache: RESULT = part op OWN where OWN is
@@ -443,6 +426,22 @@ static int mca_coll_ofi_read_combine(mca_coll_ofi_module_t *m, int peer, uint64_
     }
     return OMPI_SUCCESS;
 }
+
+/*
+ * A commutative reduction on two ranks of one node (all local), from
+ * PAIR_MIN: each rank computes half of the result, both at once. Each
+ * publishes where its contribution is (the root also where the result
+ * goes, in its zc entry's third word) and announces it (ready slot, step
+ * base). The root reads the leaf's first half in parts and combines it
+ * into the result; the leaf reads the root's second half in parts,
+ * combines it with its own and writes it into the root's result with
+ * process_vm_writev. Each tells the other once it no longer reads or
+ * writes the other's memory (credit slot, step base + 1) and returns
+ * once told. The whole reduction on the root's core alone (reading, then
+ * combining) was 0.53x-0.76x of coll/tuned over vader from 32 KiB, whose
+ * pipeline has the sender copy while the receiver combines.
+ */
+#define MCA_COLL_OFI_PAIR_MIN (16 * 1024)
 
 static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, char *result,
                                     size_t count, struct ompi_datatype_t *dtype,
@@ -636,6 +635,16 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
     return true;
 }
 
+/* Whether rank P hands its part of a small reduction rooted at ROOT to
+ * the root itself: always unless the reduction is grouped (commutative,
+ * with node groups) and P is a member, not the leader, of a group the
+ * root is not in. */
+static inline bool mca_coll_ofi_gather_direct(const mca_coll_ofi_module_t *m, bool grouped, int p,
+                                              int root)
+{
+    return !grouped || m->leader[p] == p || m->leader[p] == m->leader[root];
+}
+
 /*
  * Small reduction: every rank but the root puts its contribution into its
  * own slot of the root's gather set for this call, completes and flushes
@@ -648,16 +657,6 @@ static bool mca_coll_ofi_reducible(mca_coll_ofi_module_t *m, int count,
  * Our own slot of the set stages our contribution (nobody else writes it).
  * As in the ring broadcast, the flag put is left in flight.
  */
-/* Whether rank P hands its part of a small reduction rooted at ROOT to
- * the root itself: always unless the reduction is grouped (commutative,
- * with node groups) and P is a member, not the leader, of a group the
- * root is not in. */
-static inline bool mca_coll_ofi_gather_direct(const mca_coll_ofi_module_t *m, bool grouped, int p,
-                                              int root)
-{
-    return !grouped || m->leader[p] == p || m->leader[p] == m->leader[root];
-}
-
 static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
                                      size_t count, struct ompi_datatype_t *dtype,
                                      struct ompi_op_t *op, int root, size_t bytes)
@@ -782,18 +781,6 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
 }
 
 /*
- * Small allreduce: every rank puts its contribution into its own slot at
- * every other rank, then every rank combines all of them in rank order
- * (so non-commutative ops come out right too).  One exchange instead of
- * a reduce and a broadcast.
- *
- * The slots alternate between two sets by call parity.  A rank that
- * writes set (a+1)%2 for call a+1 has seen every rank's call-a
- * contribution, which each rank sends only once it has finished reading
- * call a-1 from that same set; so no credit is needed.  The slots are
- * used by nothing else, so other collectives in between cannot collide.
- */
-/*
  * Small commutative allreduce across node groups (m->leader): a member
  * puts its contribution into its slot at its leader and waits for the
  * result, which the leader puts into the leader's slot at the member. A
@@ -890,6 +877,18 @@ static int mca_coll_ofi_allreduce_grouped(mca_coll_ofi_module_t *m, char *result
     return mca_coll_ofi_leave(m);
 }
 
+/*
+ * Small allreduce: every rank puts its contribution into its own slot at
+ * every other rank, then every rank combines all of them in rank order
+ * (so non-commutative ops come out right too).  One exchange instead of
+ * a reduce and a broadcast.
+ *
+ * The slots alternate between two sets by call parity.  A rank that
+ * writes set (a+1)%2 for call a+1 has seen every rank's call-a
+ * contribution, which each rank sends only once it has finished reading
+ * call a-1 from that same set; so no credit is needed.  The slots are
+ * used by nothing else, so other collectives in between cannot collide.
+ */
 static int mca_coll_ofi_allreduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
                                         size_t count, struct ompi_datatype_t *dtype,
                                         struct ompi_op_t *op, size_t bytes)

@@ -156,28 +156,20 @@ bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m)
     return m->n_mapped == m->size - 1 && readable == m->n_mapped;
 }
 
-/* process_vm_readv: the reader copies straight from the peer's buffer,
- * as btl/vader's single copy does, where a btl get on libfabric's shm is
- * done by the target's progress (so waits for it to be scheduled). A
- * refusal (no CMA in the kernel, ptrace rules) turns it off for that
- * peer and the btl takes over; where every rank is local the buffers are
- * not registered with the btl, so the failure (a peer that died) is the
- * collective's error. */
-int mca_coll_ofi_shm_write(mca_coll_ofi_module_t *m, int peer, uint64_t raddr, const void *local,
-                           size_t len)
+/* LEN bytes between LOCAL and RADDR in local peer PEER's memory with
+ * process_vm_writev (WRITE) or process_vm_readv, until all are moved; on
+ * failure *WHY says why. */
+static int mca_coll_ofi_cma(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
+                            size_t len, bool write, const char **why)
 {
     for (size_t done = 0; done < len;) {
         struct iovec l = {.iov_base = (char *) local + done, .iov_len = len - done};
         struct iovec r = {.iov_base = (void *) (uintptr_t) (raddr + done), .iov_len = len - done};
-        ssize_t n = process_vm_writev(m->peer_pid[peer], &l, 1, &r, 1, 0);
+        ssize_t n = write ? process_vm_writev(m->peer_pid[peer], &l, 1, &r, 1, 0)
+                          : process_vm_readv(m->peer_pid[peer], &l, 1, &r, 1, 0);
 
         if (n <= 0) {
-            /* the same permission as reading, which was probed: the peer
-             * is gone or its buffer is */
-            opal_output(0,
-                        "coll:ofi: communicator %u rank %d: process_vm_writev to rank %d failed "
-                        "(%s; did it die?); the collective returns an error",
-                        m->cid, m->rank, peer, n < 0 ? strerror(errno) : "no progress");
+            *why = n < 0 ? strerror(errno) : "no progress";
             return OMPI_ERROR;
         }
         done += (size_t) n;
@@ -185,34 +177,52 @@ int mca_coll_ofi_shm_write(mca_coll_ofi_module_t *m, int peer, uint64_t raddr, c
     return OMPI_SUCCESS;
 }
 
+/* process_vm_readv: the reader copies straight from the peer's buffer,
+ * as btl/vader's single copy does, where a btl get on libfabric's shm is
+ * done by the target's progress (so waits for it to be scheduled). A
+ * refusal (no CMA in the kernel, ptrace rules) turns it off for that
+ * peer and the btl takes over; where every rank is local the buffers are
+ * not registered with the btl, so the failure (a peer that died) is the
+ * collective's error. */
 int mca_coll_ofi_shm_read(mca_coll_ofi_module_t *m, int peer, void *local, uint64_t raddr,
                           size_t len)
 {
-    for (size_t done = 0; done < len;) {
-        struct iovec l = {.iov_base = (char *) local + done, .iov_len = len - done};
-        struct iovec r = {.iov_base = (void *) (uintptr_t) (raddr + done), .iov_len = len - done};
-        ssize_t n = process_vm_readv(m->peer_pid[peer], &l, 1, &r, 1, 0);
+    const char *why;
 
-        if (n <= 0) {
-            const char *why = n < 0 ? strerror(errno) : "no progress";
-            if (m->all_local) {
-                /* its buffers are not registered: no other way to them */
-                opal_output(0,
-                            "coll:ofi: communicator %u rank %d: process_vm_readv from rank %d "
-                            "failed (%s; did it die?); the collective returns an error",
-                            m->cid, m->rank, peer, why);
-                return OMPI_ERROR;
-            }
-            opal_output_verbose(2, mca_coll_ofi_component.output,
-                                "coll:ofi: communicator %u rank %d: process_vm_readv from rank "
-                                "%d failed (%s); its buffers are read through the btl",
-                                m->cid, m->rank, peer, why);
-            m->peer_pid[peer] = 0;
-            return OMPI_ERR_NOT_AVAILABLE;
+    if (OMPI_SUCCESS != mca_coll_ofi_cma(m, peer, local, raddr, len, false, &why)) {
+        if (m->all_local) {
+            /* its buffers are not registered: no other way to them */
+            opal_output(0,
+                        "coll:ofi: communicator %u rank %d: process_vm_readv from rank %d "
+                        "failed (%s; did it die?); the collective returns an error",
+                        m->cid, m->rank, peer, why);
+            return OMPI_ERROR;
         }
-        done += (size_t) n;
+        opal_output_verbose(2, mca_coll_ofi_component.output,
+                            "coll:ofi: communicator %u rank %d: process_vm_readv from rank "
+                            "%d failed (%s); its buffers are read through the btl",
+                            m->cid, m->rank, peer, why);
+        m->peer_pid[peer] = 0;
+        return OMPI_ERR_NOT_AVAILABLE;
     }
     ++m->n_cma;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ofi_shm_write(mca_coll_ofi_module_t *m, int peer, uint64_t raddr, const void *local,
+                           size_t len)
+{
+    const char *why;
+
+    if (OMPI_SUCCESS != mca_coll_ofi_cma(m, peer, (void *) local, raddr, len, true, &why)) {
+        /* the same permission as reading, which was probed: the peer is
+         * gone or its buffer is */
+        opal_output(0,
+                    "coll:ofi: communicator %u rank %d: process_vm_writev to rank %d failed "
+                    "(%s; did it die?); the collective returns an error",
+                    m->cid, m->rank, peer, why);
+        return OMPI_ERROR;
+    }
     return OMPI_SUCCESS;
 }
 
