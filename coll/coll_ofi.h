@@ -117,6 +117,20 @@ BEGIN_C_DECLS
  * copies from this size only (coll_ofi_cache.c) */
 #define MCA_COLL_OFI_AM_ZC_MIN (64 * 1024)
 
+/* every rank local: commutative reductions on two ranks are split between
+ * them from PAIR_MIN (coll_ofi_reduce.c: vader 1 MiB 236 -> 107-128 us;
+ * read by the root alone it was 0.53x-0.76x of coll/tuned from 32 KiB),
+ * commutative allreduces from SPLIT_MIN, on two ranks from 4 x SPLIT_MIN.
+ * vader, 4 and 8 ranks (2 cores): 512 KiB 290-317 us against 353-476
+ * through reduce + broadcast on 4 ranks, 634-672 against 920-1070 on 8;
+ * 1 MiB 580-620 against 700-960, 1,200 against 1,760-1,850; as fast at
+ * 128 KiB, slower at 64 KiB (150 against 110 on 8). On two ranks the
+ * pair's exchange (each combines the whole) was faster up to 512 KiB:
+ * 15-17 against 19-22 us at 128 KiB, 75-83 against 87-105 at 512 KiB,
+ * but 228-252 against 164-182 at 1 MiB. */
+#define MCA_COLL_OFI_PAIR_MIN (16 * 1024)
+#define MCA_COLL_OFI_SPLIT_MIN (256 * 1024)
+
 #define MCA_COLL_OFI_GATHER_SETS 8
 /* With messages, a root tells its contributors that it finished a call it
  * was root of only when gather_sets / 2 calls or more have
@@ -212,6 +226,9 @@ typedef struct mca_coll_ofi_module_t {
      * to peers that are not mapped; where every rank of more than two is
      * local 256 KiB (never), as measured (coll_ofi_cache.c) */
     size_t zc_min, zc_reduce_min;
+    /* all local: reductions on two ranks and allreduces split between the
+     * ranks from these sizes (SIZE_MAX: never; mca_coll_ofi_zc_policy) */
+    size_t pair_min, split_min;
     /* every rank maps every peer and reads their memory with
      * process_vm_readv: buffers of collectives without copies are not
      * registered with the btl (coll_ofi_cache.c) */

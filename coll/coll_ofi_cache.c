@@ -411,11 +411,22 @@ static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
  * through the caches against 80-90 without copies, allreduce 8 KiB 80
  * against 131; even at 64 KiB, from 128 KiB without copies faster
  * (110-120 against 140 us, 256 KiB 134-150 against 276). */
+static size_t mca_coll_ofi_max(size_t a, size_t b)
+{
+    return (a > b) ? a : b;
+}
+
 static void mca_coll_ofi_zc_policy(mca_coll_ofi_module_t *m)
 {
     const size_t want = mca_coll_ofi_component.zc_min;
     size_t floor = 0;
 
+    /* all local, split between the ranks (see MCA_COLL_OFI_PAIR_MIN) */
+    m->pair_min =
+        (m->all_local && 2 == m->size) ? mca_coll_ofi_max(want, MCA_COLL_OFI_PAIR_MIN) : SIZE_MAX;
+    m->split_min = m->all_local
+                       ? mca_coll_ofi_max(want, (2 == m->size ? 4 : 1) * MCA_COLL_OFI_SPLIT_MIN)
+                       : SIZE_MAX;
     m->zc_reduce_min = want;
     if (m->all_local && m->size > 2) {
         floor = MCA_COLL_OFI_LOCAL_ZC_MIN;
@@ -423,7 +434,7 @@ static void mca_coll_ofi_zc_policy(mca_coll_ofi_module_t *m)
     } else if (!m->all_local && m->am) {
         floor = MCA_COLL_OFI_AM_ZC_MIN;
     }
-    m->zc_min = (want > floor) ? want : floor;
+    m->zc_min = mca_coll_ofi_max(want, floor);
 }
 
 /*

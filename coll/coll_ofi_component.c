@@ -131,7 +131,8 @@ static int mca_coll_ofi_register(void)
     c->zc_min = 8 * 1024;
     (void) mca_coll_ofi_reg(
         "zcopy_size",
-        "Broadcasts of at least this many bytes (above 1 KiB) go without copies: every rank "
+        "Broadcasts of at least this many bytes (above the small slots: 1 KiB, 8 KiB on a "
+        "communicator that spans nodes) go without copies: every rank "
         "registers its buffer and gets the bytes straight from its parent's, instead of "
         "through the data caches (fewer round trips and no copies: faster from 2 KiB up in "
         "bench/coll.sh); so do reductions of this size that the caches would take in more "
@@ -139,8 +140,10 @@ static int mca_coll_ofi_register(void)
         "computed), and allreduces of this size on two ranks (one exchange). Raised where the "
         "caches were measured faster: broadcasts from 64 KiB at least where flags go to other "
         "nodes as messages (coll_ofi_messages); where every rank of more than two maps every "
-        "peer (coll_ofi_shared_memory, one node) broadcasts from 256 KiB and reductions "
-        "never. 0: never. Must be the same on every rank (default 8 KiB)",
+        "peer (coll_ofi_shared_memory, one node) broadcasts from 256 KiB, and instead of "
+        "through a tree reductions are split between the ranks (each reads its part of the "
+        "others' buffers): on two ranks from 16 KiB, allreduces from 256 KiB (1 MiB on two "
+        "ranks). 0: never. Must be the same on every rank (default 8 KiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_min, OPAL_INFO_LVL_6);
     c->zc_chunk = 1024 * 1024;
     (void) mca_coll_ofi_reg(

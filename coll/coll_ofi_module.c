@@ -38,6 +38,8 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->n_mapped = 0;
     m->zc_min = SIZE_MAX;
     m->zc_reduce_min = SIZE_MAX;
+    m->pair_min = SIZE_MAX;
+    m->split_min = SIZE_MAX;
     m->all_local = false;
     m->am = false;
     m->am_max = 0;
@@ -84,8 +86,7 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
                             "%" PRIu64 " reads straight from local peers' buffers; %" PRIu64
                             " small reductions gathered for the node group",
                             m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
-                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma,
-                            m->n_grouped);
+                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma, m->n_grouped);
     }
     mca_coll_ofi_cache_release(m);
 

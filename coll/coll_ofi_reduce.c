@@ -429,7 +429,7 @@ static int mca_coll_ofi_read_combine(mca_coll_ofi_module_t *m, int peer, uint64_
 
 /*
  * A commutative reduction on two ranks of one node (all local), from
- * PAIR_MIN: each rank computes half of the result, both at once. Each
+ * m->pair_min (mca_coll_ofi_zc_policy): each rank computes half of the result, both at once. Each
  * publishes where its contribution is (the root also where the result
  * goes, in its zc entry's third word) and announces it (ready slot, step
  * base). The root reads the leaf's first half in parts and combines it
@@ -441,7 +441,6 @@ static int mca_coll_ofi_read_combine(mca_coll_ofi_module_t *m, int peer, uint64_
  * combining) was 0.53x-0.76x of coll/tuned over vader from 32 KiB, whose
  * pipeline has the sender copy while the receiver combines.
  */
-#define MCA_COLL_OFI_PAIR_MIN (16 * 1024)
 
 static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, char *result,
                                     size_t count, struct ompi_datatype_t *dtype,
@@ -501,8 +500,8 @@ static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, c
 }
 
 /*
- * A commutative allreduce on more than two ranks, all of one node (all
- * local), from SPLIT_MIN: rank r owns part r of the vector (count / n
+ * A commutative allreduce, all ranks of one node (all local), from
+ * m->split_min (mca_coll_ofi_zc_policy): rank r owns part r of the vector (count / n
  * elements, the last the rest). Every rank publishes where its
  * contribution and its result are (zc entry) and announces it (ready,
  * step base); computes its own part of the result, reading that part of
@@ -514,11 +513,6 @@ static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, c
  * works at once, where a reduction and a broadcast through a tree left
  * most of them waiting.
  */
-/* vader, 4 and 8 ranks (2 cores): 512 KiB 290-317 us against 353-476
- * through reduce + broadcast on 4 ranks, 634-672 against 920-1070 on 8;
- * 1 MiB 580-620 against 700-960, 1,200 against 1,760-1,850; as fast at
- * 128 KiB, slower at 64 KiB (150 against 110 on 8) */
-#define MCA_COLL_OFI_SPLIT_MIN (256 * 1024)
 
 static int mca_coll_ofi_allreduce_split(mca_coll_ofi_module_t *m, const char *own, char *result,
                                         size_t count, struct ompi_datatype_t *dtype,
@@ -766,8 +760,7 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
         return mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
                                          (size_t) count * esize);
     }
-    if (2 == m->size && m->all_local && ompi_op_is_commute(op)
-        && (size_t) count * esize >= MCA_COLL_OFI_PAIR_MIN) {
+    if ((size_t) count * esize >= m->pair_min && ompi_op_is_commute(op)) {
         m->n_zcopy_reduce++;
         return mca_coll_ofi_reduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
                                         esize);
@@ -970,11 +963,8 @@ int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
         return mca_coll_ofi_allreduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op,
                                             (size_t) count * esize);
     }
-    /* on two ranks the pair's exchange (each combines the whole) was
-     * faster up to 512 KiB: 15-17 against 19-22 us at 128 KiB, 75-83
-     * against 87-105 at 512 KiB, but 228-252 against 164-182 at 1 MiB */
-    if (m->all_local && ompi_op_is_commute(op) && (size_t) count >= (size_t) m->size
-        && (size_t) count * esize >= (2 == m->size ? 4 : 1) * MCA_COLL_OFI_SPLIT_MIN) {
+    if ((size_t) count * esize >= m->split_min && ompi_op_is_commute(op)
+        && (size_t) count >= (size_t) m->size) {
         m->n_zcopy_reduce++;
         return mca_coll_ofi_allreduce_split(m, own, (char *) rbuf, (size_t) count, dtype, op,
                                             esize);
