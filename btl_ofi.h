@@ -16,6 +16,9 @@
  *   progress   the progress callback: reads the completion queues, hands
  *              each completion to its owner, completion errors, runs what
  *              the operations' paths deferred, the progress thread
+ *   provenv    our defaults for libfabric's provider variables (ofi_rxm's
+ *              receive queue and bounce buffers), set at open where the
+ *              user set none
  *   rails      several modules as one: rail selection and speeds, pairing
  *              with a peer's rails, the split of large puts and gets,
  *              failover from a rail whose link to a peer failed (moving its

@@ -12,6 +12,7 @@
 #include "btl_ofi_context.h"
 #include "btl_ofi_modex.h"
 #include "btl_ofi_progress.h"
+#include "btl_ofi_provenv.h"
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rails.h"
@@ -501,51 +502,6 @@ static int mca_btl_ofi_component_register(void)
     return mca_btl_base_param_register(&c->super.btl_version, &mca_btl_ofi_module_template.super);
 }
 
-/* Values of ours for provider variables whose defaults do not fit a BTL,
- * set while libfabric has not read them yet (it does at its first
- * fi_getinfo, ours at component init; component open comes first, before
- * any pml's transport is initialised) and only where the user set
- * nothing: a user's own value always wins.
- *
- * FI_OFI_RXM_MSG_RX_SIZE: the receive queue depth ofi_rxm asks of the
- * core provider. Left unset, libfabric 1.17's ofi_rxm over tcp posts 4096
- * receive buffers of FI_OFI_RXM_BUFFER_SIZE bytes (16 KiB) when the
- * endpoint is enabled, every page touched: a process held 105 MiB
- * whatever the job's size (issue 28; README "Start-up and memory"). At
- * 1024 it holds 53 MiB (2048: 70 MiB; below 1024 nothing more is freed:
- * its pools start at 1024 buffers), and ob1's latency from 8 B to 64 KiB,
- * its streaming bandwidth and its message rate stayed within the
- * run-to-run noise even at 32. A burst deeper than the queue waits in the
- * socket until buffers come back: flow control, not loss. */
-static bool mca_btl_ofi_rxm_rx_size_ours = false;
-
-static void mca_btl_ofi_provider_defaults(void)
-{
-    static bool decided = false;
-
-    if (decided) {
-        return; /* opened again: the variable is ours already, not the user's */
-    }
-    decided = true;
-    mca_btl_ofi_rxm_rx_size_ours = (NULL == getenv("FI_OFI_RXM_MSG_RX_SIZE"));
-    (void) setenv("FI_OFI_RXM_MSG_RX_SIZE", "1024", 0);
-}
-
-/* Said once a provider is taken, where it applies. */
-static void mca_btl_ofi_provider_defaults_say(const struct fi_info *info)
-{
-    const char *depth = getenv("FI_OFI_RXM_MSG_RX_SIZE");
-
-    if (NULL != depth && NULL != strstr(info->fabric_attr->prov_name, "ofi_rxm")) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=%s (%s)", depth,
-                            mca_btl_ofi_rxm_rx_size_ours
-                                ? "btl/ofi's default: libfabric's own posts 4096 buffers, 105 "
-                                  "MiB per process; set the variable to choose"
-                                : "the user's");
-    }
-}
-
 /* TEXT as one line (a new string, or NULL): a paragraph's lines joined by
  * a space; between paragraphs and before each indented line (the fields:
  * "  Host: ...") " | ". One line because tests and scripts that count a
@@ -613,7 +569,7 @@ static int mca_btl_ofi_component_open(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
 
-    mca_btl_ofi_provider_defaults();
+    mca_btl_ofi_provenv_set();
 
     /* Keep libfabric loaded for the life of the process. Providers leave
      * exit-time hooks behind that outlive fi_close (shm and tcp do), and
@@ -1384,7 +1340,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
         modules = mca_btl_ofi_publish(taken, ntaken);
         if (NULL != modules) {
             *num_btl_modules = ntaken;
-            mca_btl_ofi_provider_defaults_say(taken[0]->info);
+            mca_btl_ofi_provenv_say(taken[0]->info);
         }
     }
     mca_btl_ofi_lists_close(&lists);
