@@ -277,10 +277,14 @@ typedef struct mca_coll_ofi_module_t {
 
     /* served-call counters, reported at destruct */
     uint64_t n_bcast, n_reduce, n_allreduce, n_barrier, n_fallback;
-    uint64_t n_zcopy;        /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
-    uint64_t n_zcopy_reduce; /* reductions (MPI_Reduce or an allreduce's) read without copies */
-    uint64_t n_cma;          /* pieces read with process_vm_readv (coll_ofi_shm.c) */
-    uint64_t n_grouped;      /* small reductions whose node group's part we gathered */
+    uint64_t n_zcopy;          /* broadcasts (MPI_Bcast or an allreduce's) moved without copies */
+    uint64_t n_zcopy_reduce;   /* reductions (MPI_Reduce or an allreduce's) read without copies */
+    uint64_t n_cma;            /* pieces read with process_vm_readv (coll_ofi_shm.c) */
+    uint64_t n_grouped;        /* small reductions whose node group's part we gathered */
+    uint64_t n_flat;           /* small broadcasts all local, one copy out of the root's slot */
+    uint64_t n_shared_barrier; /* barriers by the processor-atomic counter (all local) */
+    uint64_t n_told;           /* as a root of small reductions, done counts sent to the others */
+    uint64_t n_count_read;     /* as a contributor, a root's done count read (none was told) */
 
     /* scratch of reductions without copies (coll_ofi_reduce.c), kept from
      * one call to the next: where a child's piece lands (registered), and

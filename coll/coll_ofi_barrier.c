@@ -33,6 +33,7 @@ static int mca_coll_ofi_barrier_shared(mca_coll_ofi_module_t *m)
         (mca_coll_ofi_header_t *) (0 == m->rank ? m->block : m->peer_map[0]);
     const uint64_t b = ++m->barrier_calls;
 
+    m->n_shared_barrier++;
     if (__atomic_add_fetch(&h0->arrived, 1, __ATOMIC_ACQ_REL) == b * (uint64_t) m->size) {
         __atomic_store_n(&h0->released, b, __ATOMIC_RELEASE);
         return mca_coll_ofi_leave(m);

@@ -67,6 +67,7 @@ static int mca_coll_ofi_bcast_flat(mca_coll_ofi_module_t *m, char *buf, size_t b
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
     int rc = OMPI_SUCCESS;
 
+    m->n_flat++;
     if (m->rank == root) {
         for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
             if (p != root) {

@@ -961,6 +961,7 @@ int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, int root, uint64_t done)
     if (!m->am || !mca_coll_ofi_gather_tells(m, root, done) || root != m->rank) {
         return OMPI_SUCCESS;
     }
+    m->n_told++;
     for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
         if (p != m->rank) {
             rc = mca_coll_ofi_signal(m, p, m->off_rdone, done);
@@ -1004,6 +1005,7 @@ int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
             return mca_coll_ofi_wait(m, m->off_rdone, peer, need, peer);
         }
         /* read its count until it reaches need (one slot: seen >= need) */
+        m->n_count_read++;
         return mca_coll_ofi_room(m, peer, need, 1, offsetof(mca_coll_ofi_header_t, reduce_done),
                                  &h->reduce_peek, m->reduce_seen);
     }

@@ -45,6 +45,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->am_max = 0;
     m->n_cma = 0;
     m->n_grouped = 0;
+    m->n_flat = m->n_shared_barrier = m->n_told = m->n_count_read = 0;
     m->block_size = 0;
     m->handle = NULL;
     m->data = NULL;
@@ -84,9 +85,12 @@ static void mca_coll_ofi_module_destruct(mca_coll_ofi_module_t *m)
                             " calls passed to the previous component; %" PRIu64
                             " broadcasts without copies, %" PRIu64 " reductions without copies; "
                             "%" PRIu64 " reads straight from local peers' buffers; %" PRIu64
-                            " small reductions gathered for the node group",
+                            " small reductions gathered for the node group; %" PRIu64
+                            " flat broadcasts, %" PRIu64 " barriers by the shared counter; %" PRIu64
+                            " done counts told, %" PRIu64 " read",
                             m->cid, m->rank, m->n_bcast, m->n_reduce, m->n_allreduce, m->n_barrier,
-                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma, m->n_grouped);
+                            m->n_fallback, m->n_zcopy, m->n_zcopy_reduce, m->n_cma, m->n_grouped,
+                            m->n_flat, m->n_shared_barrier, m->n_told, m->n_count_read);
     }
     mca_coll_ofi_cache_release(m);
 

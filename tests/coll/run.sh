@@ -250,6 +250,19 @@ run_case() {
         elif [[ -z $why && $b != nozc && $mapped -gt 0 ]] && ! grep -q "coll:ofi: communicator 0 rank 0: served .*; [1-9][0-9]* reads straight from local peers' buffers" "$log"; then
             why="rank 0 never read a local peer's buffer with process_vm_readv"
         fi
+        # every peer mapped: small broadcasts flat (one copy out of the
+        # root's slot) and barriers by the shared counter; with no peer
+        # mapped neither
+        local flat shb
+        flat=$(grep -m1 -o "coll:ofi: communicator 0 rank 0: served .*; [0-9]* flat broadcasts" "$log" | sed 's/.*; \([0-9]*\) flat broadcasts/\1/')
+        shb=$(grep -m1 -o "coll:ofi: communicator 0 rank 0: served .*, [0-9]* barriers by the shared counter" "$log" | sed 's/.*, \([0-9]*\) barriers by.*/\1/')
+        if [[ -z $why && (-z $flat || -z $shb) ]]; then
+            why="no count of flat broadcasts and shared-counter barriers for MPI_COMM_WORLD"
+        elif [[ -z $why && $mapped -eq $((a - 1)) && ($flat == 0 || $shb == 0) ]]; then
+            why="every peer mapped, but $flat flat broadcasts and $shb barriers by the shared counter (expected some of both)"
+        elif [[ -z $why && $mapped -eq 0 && ($flat != 0 || $shb != 0) ]]; then
+            why="no peer mapped, but $flat flat broadcasts and $shb barriers by the shared counter"
+        fi
     fi
     case $b in
     badfanout)

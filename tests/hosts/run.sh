@@ -762,6 +762,10 @@ run_case() {
             # 0 leads its own, and gathers rank 2's part of every small
             # commutative reduction rooted on h2
             report FAIL "$label" $((SECONDS - t0)) "rank 0 gathered no small reduction for its node group: $served" "$log"
+        elif ! grep -q 'coll:ofi: communicator 0 rank 0: served .*; [1-9][0-9]* done counts told' "$log"; then
+            # a root of small reductions tells the ranks on other nodes
+            # that it finished, every gather_sets / 2 of its calls
+            report FAIL "$label" $((SECONDS - t0)) "rank 0, root of small reductions, never told the other ranks its done count: $served" "$log"
         else
             report PASS "$label" $((SECONDS - t0)) "$served; 1 peer on the same host through shared memory, 2 through the btl (flags and small payloads as messages), small reductions across the hosts once per node"
         fi
