@@ -17,6 +17,8 @@
 #         vader           btl vader,self (coll/ofi over btl/vader)
 #         tuned:CONFIG    the same transport with coll/ofi left at
 #                         priority 0 (coll/tuned): Open MPI's own result
+#         btlonly:CONFIG  coll/ofi with coll_ofi_shared_memory 0: every
+#                         peer through the btl, none mapped
 #       (default: shm vader tuned:vader)
 #
 # Environment:
@@ -116,6 +118,9 @@ setup() { # config
     if [[ $c == tuned:* ]]; then
         run_args=(--mca mpi_yield_when_idle 1 --mca coll_ofi_priority 0)
         c=${c#tuned:}
+    elif [[ $c == btlonly:* ]]; then
+        run_args+=(--mca coll_ofi_shared_memory 0)
+        c=${c#btlonly:}
     fi
     if [[ $c == vader ]]; then
         run_env=(OFIRUN_BTLS=vader,self)
