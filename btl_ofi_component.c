@@ -569,7 +569,11 @@ static int mca_btl_ofi_component_open(void)
 {
     mca_btl_ofi_component_t *c = &mca_btl_ofi_component;
 
-    mca_btl_ofi_provenv_set();
+    /* our largest message on tcp;ofi_rxm: the table's, or the user's */
+    mca_btl_ofi_provenv_set((mca_btl_ofi_param_is_default("max_send_size")
+                                 ? MCA_BTL_OFI_RXM_MAX_SEND
+                                 : mca_btl_ofi_module_template.super.btl_max_send_size)
+                            + sizeof(mca_btl_ofi_msg_hdr_t));
 
     /* Keep libfabric loaded for the life of the process. Providers leave
      * exit-time hooks behind that outlive fi_close (shm and tcp do), and

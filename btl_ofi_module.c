@@ -687,7 +687,7 @@ static const struct {
     size_t max_send_size;
 } mca_btl_ofi_limits[] = {
     {"shm", 32768, 8192, 32768},
-    {"tcp;ofi_rxm", 16384, 8192, 16384},
+    {"tcp;ofi_rxm", MCA_BTL_OFI_RXM_MAX_SEND, 8192, MCA_BTL_OFI_RXM_MAX_SEND},
     {"sockets", 65536, 8192, 65536},
     {"udp;ofi_rxd", 65536, 8192, 65536},
 };

@@ -17,20 +17,24 @@
  *   receive buffers (a process held 105 MiB whatever the job's size);
  *   below 1024 nothing more is freed (the pools start at 1024 buffers).
  *
- * FI_OFI_RXM_BUFFER_SIZE=2048 with FI_OFI_RXM_EAGER_LIMIT=16384: over tcp
- *   rxm sends an eager message from the caller's buffer and receives it
- *   into the posted one (its direct send and dynamic receive buffering),
- *   so a message up to the eager limit needs no bounce buffer of its
- *   size; the buffers then only carry small control messages. 16 KiB
- *   buffers held 33 MiB of the 53 MiB a process had; 2 KiB ones hold 4.7.
- *   ob1's latency and bandwidth from 8 B to 1 MiB, and osc/rdma's, stayed
- *   within the run-to-run noise, and 5000 unexpected 12 KiB messages
- *   arrived intact. Lowering the buffer size alone would lower the eager
- *   limit with it (4-16 KiB sends 3x slower through rxm's rendezvous), so
- *   the two are set together, and only if the user set neither. Over
- *   verbs rxm needs the two equal: where an RDMA device exists
- *   (/sys/class/infiniband not empty), rxm may run over verbs, and both
- *   are left to libfabric.
+ * FI_OFI_RXM_BUFFER_SIZE=2048 with FI_OFI_RXM_EAGER_LIMIT = our largest
+ *   message (16 KiB and our header, 16400): over tcp rxm sends an eager
+ *   message from the caller's buffer and receives it into the posted one
+ *   (its direct send and dynamic receive buffering), so a message up to
+ *   the eager limit needs no bounce buffer of its size; the buffers then
+ *   only carry small control messages. 16 KiB buffers held 33 MiB of the
+ *   53 MiB a process had; 2 KiB ones hold 4.7. ob1's latency and
+ *   bandwidth from 8 B to 1 MiB, and osc/rdma's, stayed within the
+ *   run-to-run noise, and 5000 unexpected 12 KiB messages arrived intact.
+ *   Lowering the buffer size alone would lower the eager limit with it
+ *   (4-16 KiB sends 3x slower through rxm's rendezvous), so the two are
+ *   set together, and only if the user set neither. libfabric's own eager
+ *   limit (16384) was 16 bytes short of our largest message: each of
+ *   them went through rxm's segmentation, and ob1's copy pipeline (large
+ *   messages of derived datatypes, or with RDMA turned off) moved 800-920
+ *   MB/s where 1470-1640 now (1 MiB, one host). Over verbs rxm needs the
+ *   two equal: where an RDMA device exists (/sys/class/infiniband not
+ *   empty), rxm may run over verbs, and both are left to libfabric.
  */
 
 #include "btl_ofi.h"
@@ -62,9 +66,10 @@ static bool mca_btl_ofi_rdma_device_present(void)
     return found;
 }
 
-void mca_btl_ofi_provenv_set(void)
+void mca_btl_ofi_provenv_set(size_t largest)
 {
     static bool decided = false;
+    char eager[32];
 
     if (decided) {
         return; /* opened again: the variables are ours already, not the user's */
@@ -82,10 +87,11 @@ void mca_btl_ofi_provenv_set(void)
                                     "needs the two equal";
         return;
     }
+    (void) snprintf(eager, sizeof(eager), "%zu", largest);
     (void) setenv("FI_OFI_RXM_BUFFER_SIZE", "2048", 1);
-    (void) setenv("FI_OFI_RXM_EAGER_LIMIT", "16384", 1);
-    mca_btl_ofi_buffers_whose = "btl/ofi's default: 2 KiB buffers, eager messages to 16 KiB "
-                                "need none over tcp; set either variable to choose";
+    (void) setenv("FI_OFI_RXM_EAGER_LIMIT", eager, 1);
+    mca_btl_ofi_buffers_whose = "btl/ofi's default: 2 KiB buffers, and every message of ours "
+                                "eager, needing none over tcp; set either variable to choose";
 }
 
 static const char *mca_btl_ofi_provenv_value(const char *name)

@@ -11,10 +11,11 @@
 BEGIN_C_DECLS
 
 /* Set, in the environment, our values of the provider variables whose
- * libfabric defaults do not fit a BTL, where the user set none. Called at
- * component open, before libfabric reads them (at its first fi_getinfo);
- * later calls change nothing. */
-void mca_btl_ofi_provenv_set(void);
+ * libfabric defaults do not fit a BTL, where the user set none. LARGEST:
+ * the largest message we send on tcp;ofi_rxm, our header included.
+ * Called at component open, before libfabric reads them (at its first
+ * fi_getinfo); later calls change nothing. */
+void mca_btl_ofi_provenv_set(size_t largest);
 
 /* Say on the verbose stream (level 1) which of those values the provider
  * INFO that was taken uses, and whose they are (ours or the user's). */
