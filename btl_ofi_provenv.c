@@ -31,8 +31,8 @@
  *   set together, and only if the user set neither. libfabric's own eager
  *   limit (16384) was 16 bytes short of our largest message: each of
  *   them went through rxm's segmentation, and ob1's copy pipeline (large
- *   messages of derived datatypes, or with RDMA turned off) moved 800-920
- *   MB/s where 1470-1640 now (1 MiB, one host). Over verbs rxm needs the
+ *   messages of derived datatypes, or with RDMA turned off) moved 800-980
+ *   MB/s where 1470-1650 now (1 MiB, one host). Over verbs rxm needs the
  *   two equal: where an RDMA device exists (/sys/class/infiniband not
  *   empty), rxm may run over verbs, and both are left to libfabric.
  */
