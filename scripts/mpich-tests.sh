@@ -123,6 +123,7 @@ setup() { # config
         c=${c#btlonly:}
     fi
     if [[ $c == vader ]]; then
+        # shellcheck disable=SC2054 # the comma is part of the btl list
         run_env=(OFIRUN_BTLS=vader,self)
     else
         run_args+=(--mca btl_ofi_provider_include "$c")
