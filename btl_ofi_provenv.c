@@ -14,8 +14,9 @@
  * FI_OFI_RXM_MSG_RX_SIZE asks of the core provider:
  *
  * FI_OFI_RXM_MSG_RX_SIZE=1024: left unset, rxm over tcp posts 4096
- *   receive buffers (a process held 105 MiB whatever the job's size);
- *   below 1024 nothing more is freed (the pools start at 1024 buffers).
+ *   receive buffers (with libfabric's 16 KiB buffers a process held 105
+ *   MiB whatever the job's size, 53 at 1024); below 1024 nothing more is
+ *   freed (the pools start at 1024 buffers).
  *
  * FI_OFI_RXM_BUFFER_SIZE=2048 with FI_OFI_RXM_EAGER_LIMIT = our largest
  *   message (16 KiB and our header, 16400): over tcp rxm sends an eager
@@ -109,8 +110,8 @@ void mca_btl_ofi_provenv_say(const struct fi_info *info)
     MCA_BTL_OFI_VERBOSE(
         MCA_BTL_OFI_VERBOSE_ERROR, "ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=%s (%s)",
         mca_btl_ofi_provenv_value("FI_OFI_RXM_MSG_RX_SIZE"),
-        mca_btl_ofi_rx_size_ours ? "btl/ofi's default: libfabric's own posts 4096 buffers, 105 "
-                                   "MiB per process; set the variable to choose"
+        mca_btl_ofi_rx_size_ours ? "btl/ofi's default: libfabric's own posts 4096 receive "
+                                   "buffers; set the variable to choose"
                                  : "the user's");
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                         "ofi_rxm bounce buffers: FI_OFI_RXM_BUFFER_SIZE=%s, "

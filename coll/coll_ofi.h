@@ -335,6 +335,15 @@ uint64_t *mca_coll_ofi_slot(mca_coll_ofi_module_t *m, size_t area_off, int index
 /* The 64-bit field at FIELD (0: block address, MCA_COLL_OFI_DIR_PID,
  * MCA_COLL_OFI_DIR_INST) of RANK's directory entry. */
 uint64_t mca_coll_ofi_dir_field(const mca_coll_ofi_module_t *m, int rank, size_t field);
+
+/* Whether a btl's answer RC means "progress, then try again" (BTL 3.1:
+ * out of resources for now). Our btl also answers so for a peer it found
+ * dead, whom the next progress pass names: the job ends there, with the
+ * rank named, instead of failing the collective first. */
+static inline bool mca_coll_ofi_try_again(int rc)
+{
+    return OPAL_ERR_OUT_OF_RESOURCE == rc || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc;
+}
 int mca_coll_ofi_put(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,
                      size_t size);
 int mca_coll_ofi_get(mca_coll_ofi_module_t *m, int peer, void *local, size_t remote_off,

@@ -189,15 +189,12 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
     des->des_segments[0].seg_len = sizeof(hdr) + len;
     des->des_cbfunc = mca_coll_ofi_am_sent;
     des->des_cbdata = NULL;
-    /* Out of resources is "progress, then try again" (as for RDMA,
-     * MCA_COLL_OFI_ISSUE): our btl also answers so for a peer it found
-     * dead, whom the next progress pass names. Failing the collective
-     * instead ended a job with MPI_ERR_OTHER before the dead rank was
-     * named (faults death coll, tcp;ofi_rxm, once in a CI run). The
-     * descriptor stays ours until a send takes it. */
-    while (OPAL_ERR_OUT_OF_RESOURCE
-               == (rc = btl->btl_send(btl, m->endpoints[peer], des, MCA_COLL_OFI_AM_TAG))
-           || OPAL_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+    /* as for RDMA (MCA_COLL_OFI_ISSUE): failing the collective on such an
+     * answer ended a job with MPI_ERR_OTHER before the dead rank was named
+     * (faults death coll, tcp;ofi_rxm, once in a CI run). The descriptor
+     * stays ours until a send takes it. */
+    while (mca_coll_ofi_try_again(
+        rc = btl->btl_send(btl, m->endpoints[peer], des, MCA_COLL_OFI_AM_TAG))) {
         opal_progress();
     }
     if (OPAL_UNLIKELY(rc < 0 && OPAL_ERR_RESOURCE_BUSY != rc)) {

@@ -577,7 +577,7 @@ static void mca_coll_ofi_rdma_done(struct mca_btl_base_module_t *btl,
         (void) __atomic_add_fetch(&(m)->pending, 1, __ATOMIC_RELAXED);                             \
         for (;;) {                                                                                 \
             (rc) = (ISSUE);                                                                        \
-            if (OPAL_ERR_OUT_OF_RESOURCE != (rc) && OPAL_ERR_TEMP_OUT_OF_RESOURCE != (rc)) {       \
+            if (!mca_coll_ofi_try_again(rc)) {                                                     \
                 break;                                                                             \
             }                                                                                      \
             opal_progress();                                                                       \

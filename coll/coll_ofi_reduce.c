@@ -429,19 +429,19 @@ static int mca_coll_ofi_read_combine(mca_coll_ofi_module_t *m, int peer, uint64_
 
 /*
  * A commutative reduction on two ranks of one node (all local), from
- * m->pair_min (mca_coll_ofi_zc_policy): each rank computes half of the result, both at once. Each
- * publishes where its contribution is (the root also where the result
- * goes, in its zc entry's third word) and announces it (ready slot, step
- * base). The root reads the leaf's first half in parts and combines it
- * into the result; the leaf reads the root's second half in parts,
- * combines it with its own and writes it into the root's result with
- * process_vm_writev. Each tells the other once it no longer reads or
- * writes the other's memory (credit slot, step base + 1) and returns
- * once told. The whole reduction on the root's core alone (reading, then
- * combining) was 0.53x-0.76x of coll/tuned over vader from 32 KiB, whose
- * pipeline has the sender copy while the receiver combines.
+ * m->pair_min (mca_coll_ofi_zc_policy): each rank computes half of the
+ * result, both at once. Each publishes where its contribution is (the
+ * root also where the result goes, in its zc entry's third word) and
+ * announces it (ready slot, step base). The root reads the leaf's first
+ * half in parts and combines it into the result; the leaf reads the
+ * root's second half in parts, combines it with its own and writes it
+ * into the root's result with process_vm_writev. Each tells the other
+ * once it no longer reads or writes the other's memory (credit slot,
+ * step base + 1) and returns once told. The whole reduction on the
+ * root's core alone (reading, then combining) was 0.53x-0.76x of
+ * coll/tuned over vader from 32 KiB, whose pipeline has the sender copy
+ * while the receiver combines.
  */
-
 static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, char *result,
                                     size_t count, struct ompi_datatype_t *dtype,
                                     struct ompi_op_t *op, int root, size_t esize)
@@ -501,19 +501,18 @@ static int mca_coll_ofi_reduce_pair(mca_coll_ofi_module_t *m, const char *own, c
 
 /*
  * A commutative allreduce, all ranks of one node (all local), from
- * m->split_min (mca_coll_ofi_zc_policy): rank r owns part r of the vector (count / n
- * elements, the last the rest). Every rank publishes where its
- * contribution and its result are (zc entry) and announces it (ready,
- * step base); computes its own part of the result, reading that part of
- * every other contribution with process_vm_readv, and announces it
- * (ready, base + 1); then reads every other rank's part of the result
+ * m->split_min (mca_coll_ofi_zc_policy): rank r owns part r of the
+ * vector (count / n elements, the last the rest). Every rank publishes
+ * where its contribution and its result are (zc entry) and announces it
+ * (ready, step base); computes its own part of the result, reading that
+ * part of every other contribution with process_vm_readv, and announces
+ * it (ready, base + 1); then reads every other rank's part of the result
  * into its own once that is announced; tells everyone it is done with
  * their memory (credit, base + 2) and returns once everyone has. Every
  * part is computed once, so all ranks get the same bits; every core
  * works at once, where a reduction and a broadcast through a tree left
  * most of them waiting.
  */
-
 static int mca_coll_ofi_allreduce_split(mca_coll_ofi_module_t *m, const char *own, char *result,
                                         size_t count, struct ompi_datatype_t *dtype,
                                         struct ompi_op_t *op, size_t esize)
