@@ -88,16 +88,20 @@ BEGIN_C_DECLS
 #define MCA_COLL_OFI_RING_SLOTS 16
 /* one slot: its flag (the call number + 1 once the data is there), padded
  * to a cache line, then ring_bytes of data (m->ring_stride in all; a
- * gather slot the same with small_bytes, m->gather_stride) */
+ * gather slot the same with gather_bytes, m->gather_stride) */
 #define MCA_COLL_OFI_RING_HEAD 64
 
-/* Reductions of at most small_bytes on at most SMALL_RANKS ranks gather
+/* Reductions of at most gather_bytes on at most SMALL_RANKS ranks gather
  * every contribution at the root (coll_ofi_reduce.c): call c uses set
- * c % gather_sets of one slot per rank (a flag head, then small_bytes) in
- * the root's reserved area, so a rank that is not the root puts its
+ * c % gather_sets of one slot per rank (a flag head, then gather_bytes)
+ * in the root's reserved area, so a rank that is not the root puts its
  * contribution and returns, up to gather_sets calls ahead of the root:
  * GATHER_SETS on one node, twice that on a communicator that spans
- * nodes (below). */
+ * nodes (below). gather_bytes is small_bytes on a communicator that
+ * spans nodes, and GATHER_SPAN / ranks on one node, a power of two from
+ * SMALL_BYTES to GATHER_BYTES_MAX (mca_coll_ofi_slots). */
+#define MCA_COLL_OFI_GATHER_SPAN (128 * 1024)
+#define MCA_COLL_OFI_GATHER_BYTES_MAX (32 * 1024)
 /* A directory entry (and a zc entry): block or buffer address, data
  * size, the process id, the module's instance (coll_ofi_am.c), the name
  * of the block's shared-memory segment (coll_ofi_shm.c; empty when there
@@ -242,8 +246,9 @@ typedef struct mca_coll_ofi_module_t {
     size_t off_ready, off_credit, off_src, off_rdone, off_bounce, off_small, off_gather, off_ring,
         off_dir, off_zc, off_data;
     size_t small_size;    /* bytes of the small-allreduce slots, 0 if none */
-    size_t small_bytes;   /* payload of a small-allreduce or gather slot (see SMALL_BYTES) */
-    size_t gather_stride; /* a gather slot: RING_HEAD + small_bytes */
+    size_t small_bytes;   /* payload of a small-allreduce slot (see SMALL_BYTES) */
+    size_t gather_bytes;  /* payload of a gather slot (see GATHER_SPAN) */
+    size_t gather_stride; /* a gather slot: RING_HEAD + gather_bytes */
     size_t ring_bytes;    /* payload of a ring slot */
     size_t ring_stride;   /* a ring slot: RING_HEAD + ring_bytes */
     uint64_t gather_sets; /* see GATHER_SETS */

@@ -90,14 +90,20 @@ static void mca_coll_ofi_slots(mca_coll_ofi_module_t *m)
             b /= 2;
         }
         m->small_bytes = b;
+        m->gather_bytes = b;
         m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES_MAX;
         m->gather_sets = 2 * MCA_COLL_OFI_GATHER_SETS;
     } else {
+        b = MCA_COLL_OFI_GATHER_BYTES_MAX;
+        while (b > MCA_COLL_OFI_SMALL_BYTES && b * (size_t) m->size > MCA_COLL_OFI_GATHER_SPAN) {
+            b /= 2;
+        }
         m->small_bytes = MCA_COLL_OFI_SMALL_BYTES;
+        m->gather_bytes = b;
         m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES;
         m->gather_sets = MCA_COLL_OFI_GATHER_SETS;
     }
-    m->gather_stride = MCA_COLL_OFI_RING_HEAD + m->small_bytes;
+    m->gather_stride = MCA_COLL_OFI_RING_HEAD + m->gather_bytes;
     m->ring_stride = MCA_COLL_OFI_RING_HEAD + m->ring_bytes;
 }
 

@@ -12,9 +12,10 @@
  * last rank to rank 0 (rank i computes r_i op (r_i+1 op ... op r_n-1)),
  * and rank 0 hands the result to the root if that is someone else.
  *
- * Reductions of at most small_bytes on at most SMALL_RANKS ranks are
- * gathered at the root instead (mca_coll_ofi_reduce_small), and such
- * allreduces are one all-to-all exchange (mca_coll_ofi_allreduce_small).
+ * Reductions of at most gather_bytes on at most SMALL_RANKS ranks are
+ * gathered at the root instead (mca_coll_ofi_reduce_small), and
+ * allreduces of at most small_bytes are one all-to-all exchange
+ * (mca_coll_ofi_allreduce_small).
  * A larger allreduce is a reduce to rank 0 followed by a broadcast from
  * it.
  */
@@ -667,13 +668,20 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
     const bool grouped = NULL != m->leader && ompi_op_is_commute(op);
     int rc = OMPI_SUCCESS;
 
-    /* with MPI_IN_PLACE own is result: keep it before result is built */
-    memcpy(staged, own, bytes);
     if (m->rank != root) {
         const int to =
             mca_coll_ofi_gather_direct(m, grouped, m->rank, root) ? root : m->leader[m->rank];
+        const bool gathers = grouped && m->leader[m->rank] == m->rank && m->leader[root] != m->rank;
+        const char *part = own;
 
-        if (grouped && m->leader[m->rank] == m->rank && m->leader[root] != m->rank) {
+        /* into a mapped peer's slot straight from the caller's buffer;
+         * a put or a message reads our registered block, and a leader
+         * combines its members' parts into its own first */
+        if (gathers || NULL == m->peer_map[to]) {
+            memcpy(staged, own, bytes);
+            part = staged;
+        }
+        if (gathers) {
             /* a leader: its members' parts arrive in its own set */
             ++m->n_grouped;
             for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
@@ -692,18 +700,26 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
             rc = mca_coll_ofi_gather_room(m, to, c);
         }
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_post(m, to, staged, mine + MCA_COLL_OFI_RING_HEAD, bytes);
+            rc = mca_coll_ofi_post(m, to, (void *) part, mine + MCA_COLL_OFI_RING_HEAD, bytes);
         }
         if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ofi_post_signal(m, to, staged, mine + MCA_COLL_OFI_RING_HEAD, bytes, mine,
-                                          c + 1);
+            rc = mca_coll_ofi_post_signal(m, to, (void *) part, mine + MCA_COLL_OFI_RING_HEAD,
+                                          bytes, mine, c + 1);
         }
     } else {
-        bool first = true;
+        /* with MPI_IN_PLACE own is result: keep it before result is built */
+        const char *ours = own;
+        const char *last = NULL;
+        bool combined = false;
 
+        if (own == result) {
+            memcpy(staged, own, bytes);
+            ours = staged;
+        }
         for (int p = m->size - 1; p >= 0 && OMPI_SUCCESS == rc; --p) {
-            const char *from =
-                m->block + set + (size_t) p * m->gather_stride + MCA_COLL_OFI_RING_HEAD;
+            const char *from = (p == root) ? ours
+                                           : m->block + set + (size_t) p * m->gather_stride
+                                                 + MCA_COLL_OFI_RING_HEAD;
 
             if (p != root) {
                 if (!mca_coll_ofi_gather_direct(m, grouped, p, root)) {
@@ -714,12 +730,19 @@ static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, 
                     break;
                 }
             }
-            if (first) {
-                memcpy(result, from, bytes);
-                first = false;
+            /* the first two parts straight into the result (from op last),
+             * no copy of either first */
+            if (NULL == last) {
+                last = from;
+            } else if (!combined) {
+                ompi_3buff_op_reduce(op, (void *) last, (void *) from, result, (int) count, dtype);
+                combined = true;
             } else {
                 ompi_op_reduce(op, (void *) from, result, count, dtype);
             }
+        }
+        if (OMPI_SUCCESS == rc && !combined) {
+            memcpy(result, last, bytes);
         }
     }
     if (OMPI_SUCCESS != rc) {
@@ -755,7 +778,7 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
         return OMPI_SUCCESS;
     }
     own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
-    if (m->small_size > 0 && (size_t) count * esize <= m->small_bytes) {
+    if (m->small_size > 0 && (size_t) count * esize <= m->gather_bytes) {
         return mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
                                          (size_t) count * esize);
     }

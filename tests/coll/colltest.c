@@ -127,7 +127,8 @@ static void store(const tinfo_t *t, void *buf, size_t i, long double v)
         ((ctype *) buf)[i] = (ctype) v;                                                            \
         break;
         ST(T_INT, int)
-        ST(T_LONG, long) ST(T_SHORT, short) ST(T_UNSIGNED, unsigned) ST(T_ULONG, unsigned long)
+        ST(T_LONG, long)
+        ST(T_SHORT, short) ST(T_UNSIGNED, unsigned) ST(T_ULONG, unsigned long)
             ST(T_LLONG, long long) ST(T_SCHAR, signed char) ST(T_UCHAR, unsigned char)
                 ST(T_INT8, int8_t) ST(T_INT16, int16_t) ST(T_INT32, int32_t) ST(T_INT64, int64_t)
                     ST(T_UINT8, uint8_t) ST(T_UINT16, uint16_t) ST(T_UINT32, uint32_t)
@@ -144,7 +145,8 @@ static long double load(const tinfo_t *t, const void *buf, size_t i)
     case code:                                                                                     \
         return (long double) ((const ctype *) buf)[i];
         LD(T_INT, int)
-        LD(T_LONG, long) LD(T_SHORT, short) LD(T_UNSIGNED, unsigned) LD(T_ULONG, unsigned long)
+        LD(T_LONG, long)
+        LD(T_SHORT, short) LD(T_UNSIGNED, unsigned) LD(T_ULONG, unsigned long)
             LD(T_LLONG, long long) LD(T_SCHAR, signed char) LD(T_UCHAR, unsigned char)
                 LD(T_INT8, int8_t) LD(T_INT16, int16_t) LD(T_INT32, int32_t) LD(T_INT64, int64_t)
                     LD(T_UINT8, uint8_t) LD(T_UINT16, uint16_t) LD(T_UINT32, uint32_t)
@@ -527,10 +529,14 @@ static void suite_basic(MPI_Comm comm, const char *cname, int full)
         for (int all = 0; all < 2; ++all) {
             test_noncommutative(comm, cname, 1, root, all);
             test_noncommutative(comm, cname, 7, root, all);
+            /* 16 KB: gathered at the root on one node of up to 8 ranks */
+            test_noncommutative(comm, cname, 1000, root, all);
             test_noncommutative(comm, cname, 10000, root, all); /* 160 KB */
         }
         test_reduction(comm, cname, &types[0], &ops[O_SUM], 37, root, 0, 0, 1);
         test_reduction(comm, cname, &types[0], &ops[O_SUM], 37, root, 0, 1, 2);
+        test_reduction(comm, cname, &types[0], &ops[O_SUM], 3000, root, 0, 0, 7);
+        test_reduction(comm, cname, &types[0], &ops[O_SUM], 3000, root, 0, 1, 8);
     }
     test_reduction(comm, cname, &types[17], &ops[O_MAX], 1000, 0, 1, 0, 3);
     test_reduction(comm, cname, &types[0], &ops[O_BXOR], 1000, 0, 1, 1, 4);
