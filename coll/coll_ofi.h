@@ -20,9 +20,12 @@
  *             of one small_bytes slot per rank for small allreduces and
  *             gather_sets sets of one flagged slot per rank for small
  *             reductions, then the ring of small broadcasts (on one
- *             node 1 KiB slots, 8 sets: 60 KiB on 4 ranks; spanning
- *             nodes up to 8 KiB, 16 sets: 720 KiB on 4 ranks, see
- *             MCA_COLL_OFI_SMALL_BYTES);
+ *             node 1 KiB allreduce and ring slots and gather slots of
+ *             128 KiB / ranks, 8 sets: 1.1 MiB on 4 ranks, and the big
+ *             flat ring, 4 slots of 128 KiB; spanning nodes up to 8
+ *             KiB, 16 sets: 720 KiB on 4 ranks, no big ring; see
+ *             MCA_COLL_OFI_SMALL_BYTES, GATHER_SPAN, FLAT_SLOTS). Pages
+ *             are touched only as far as a call's size reaches;
  *   directory every rank's block address and registration handle;
  *   zc        one entry of the same form per rank: the registered user
  *             buffer of a large broadcast's parent, written by that parent;
@@ -86,6 +89,14 @@ BEGIN_C_DECLS
  * emptied the slot's previous call, without a per-call credit, so a root
  * runs up to RING_SLOTS calls ahead of its slowest child. */
 #define MCA_COLL_OFI_RING_SLOTS 16
+
+/* On one node, where every rank maps every block, broadcasts larger than
+ * ring_bytes go flat as well, up to m->flat_max (mca_coll_ofi_zc_policy),
+ * through a second ring of FLAT_SLOTS slots of FLAT_BYTES: the root copies
+ * each chunk once into its own slot, every other rank copies it out
+ * (coll_ofi_bcast.c). */
+#define MCA_COLL_OFI_FLAT_SLOTS 4
+#define MCA_COLL_OFI_FLAT_BYTES (128 * 1024)
 /* one slot: its flag (the call number + 1 once the data is there), padded
  * to a cache line, then ring_bytes of data (m->ring_stride in all; a
  * gather slot the same with gather_bytes, m->gather_stride) */
@@ -113,16 +124,13 @@ BEGIN_C_DECLS
 #define MCA_COLL_OFI_DIR_NAME (4 * sizeof(uint64_t))
 #define MCA_COLL_OFI_DIR_HANDLE (MCA_COLL_OFI_DIR_NAME + MCA_COLL_OFI_SHM_NAME)
 
-/* where every rank of more than two is local, broadcasts go without
- * copies from this size only (coll_ofi_cache.c) */
-#define MCA_COLL_OFI_LOCAL_ZC_MIN (256 * 1024)
-
 /* with messages to peers that are not mapped, broadcasts go without
  * copies from this size only (coll_ofi_cache.c) */
 #define MCA_COLL_OFI_AM_ZC_MIN (64 * 1024)
 
 /* every rank local: commutative reductions on two ranks are split between
- * them from PAIR_MIN (coll_ofi_reduce.c: vader 1 MiB 236 -> 107-128 us;
+ * them from PAIR_MIN, in effect above the gather slots' 32 KiB, which are
+ * faster up to there (coll_ofi_reduce.c: vader 1 MiB 236 -> 107-128 us;
  * read by the root alone it was 0.53x-0.76x of coll/tuned from 32 KiB),
  * commutative allreduces from SPLIT_MIN, on two ranks from 4 x SPLIT_MIN.
  * vader, 4 and 8 ranks (2 cores): 512 KiB 290-317 us against 353-476
@@ -182,7 +190,9 @@ typedef struct mca_coll_ofi_header_t {
      * and the last barrier everyone has arrived at (coll_ofi_barrier.c) */
     uint64_t arrived;
     uint64_t released;
-    uint64_t pad[1];
+    uint64_t flat_done; /* chunks of the big flat ring this rank has emptied (peers read it) */
+    uint64_t flat_peek; /* where the get of a peer's flat_done lands */
+    uint64_t pad[6];
 } mca_coll_ofi_header_t;
 
 typedef struct mca_coll_ofi_module_t {
@@ -228,7 +238,8 @@ typedef struct mca_coll_ofi_module_t {
     /* broadcasts (reductions) from this size go without copies:
      * coll_ofi_zcopy_size; at least 64 KiB for broadcasts with messages
      * to peers that are not mapped; where every rank of more than two is
-     * local 256 KiB (never), as measured (coll_ofi_cache.c) */
+     * local never for reductions, and broadcasts are flat (flat_max), as
+     * measured (coll_ofi_cache.c) */
     size_t zc_min, zc_reduce_min;
     /* all local: reductions on two ranks and allreduces split between the
      * ranks from these sizes (SIZE_MAX: never; mca_coll_ofi_zc_policy) */
@@ -251,6 +262,11 @@ typedef struct mca_coll_ofi_module_t {
     size_t gather_stride; /* a gather slot: RING_HEAD + gather_bytes */
     size_t ring_bytes;    /* payload of a ring slot */
     size_t ring_stride;   /* a ring slot: RING_HEAD + ring_bytes */
+    uint64_t ring_slots;  /* slots in the ring (see RING_SLOTS) */
+    size_t off_flat;      /* the big flat ring (see FLAT_SLOTS) */
+    size_t flat_bytes;    /* payload of one of its slots; 0 where there is none */
+    size_t flat_stride;   /* RING_HEAD + flat_bytes */
+    size_t flat_max;      /* all local: broadcasts up to this size are flat */
     uint64_t gather_sets; /* see GATHER_SETS */
     uint64_t small_calls; /* small allreduces done; equal on every rank */
     size_t dir_stride;
@@ -261,6 +277,8 @@ typedef struct mca_coll_ofi_module_t {
     uint64_t ring_calls;    /* ring broadcasts begun; equal on every rank */
     uint64_t barrier_calls; /* barriers begun; equal on every rank */
     uint64_t *ring_seen;    /* per peer: its ring_done when last read */
+    uint64_t flat_calls;    /* chunks of the big flat ring begun; equal on every rank */
+    uint64_t *flat_seen;    /* per peer: its flat_done when last read */
     uint64_t reduce_calls;  /* small reductions begun; equal on every rank */
     uint64_t *reduce_seen;  /* per peer: its reduce_done when last read */
     /* per peer: 1 + the last small reduction it was root of, and the
@@ -395,6 +413,8 @@ int mca_coll_ofi_post_signal(mca_coll_ofi_module_t *m, int peer, void *local, si
 int mca_coll_ofi_signal(mca_coll_ofi_module_t *m, int peer, size_t area_off, uint64_t value);
 /* Write VALUE at REMOTE_OFF of PEER's block (as mca_coll_ofi_signal). */
 int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off, uint64_t value);
+/* Return once PEER has emptied its big flat ring slot of chunk C - FLAT_SLOTS. */
+int mca_coll_ofi_flat_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Return once PEER has emptied its ring slot of call C - RING_SLOTS. */
 int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c);
 /* Return once PEER has finished small reduction C - gather_sets. */

@@ -1,6 +1,7 @@
 /*
  * coll/ofi broadcast: an n-way fan-out tree (n = coll_ofi_fanout) rooted
- * at the root. Up to 1 KiB through the ring (below); from
+ * at the root; all local, flat (mca_coll_ofi_bcast_flat) up to
+ * m->flat_max. Up to 1 KiB through the ring (below); from
  * coll_ofi_zcopy_size on without copies (mca_coll_ofi_bcast_zc: children
  * get from their parent's registered buffer); in between, payload pushed
  * with btl_put from each rank's data cache into its children's, chunk by
@@ -52,44 +53,57 @@ static mca_coll_ofi_tree_t mca_coll_ofi_tree(const mca_coll_ofi_module_t *m, int
 }
 
 /*
- * All local (every rank maps every block): the ring without the tree. The
- * root waits until every rank has emptied the slot's previous call (its
- * ring_done, read where it is), copies the bytes into its own slot and
- * writes the slot's flag; every other rank waits for that flag in the
- * root's block, copies the bytes out of it and counts the slot emptied.
- * One step from the root to everyone instead of log2(n) levels that each
- * copy again.
+ * All local (every rank maps every block): no tree. At most ring_bytes go
+ * through the ring, more through the big flat ring (FLAT_SLOTS), chunk by
+ * chunk. For each, the root waits until every rank has emptied the slot's
+ * previous use (its ring_done or flat_done, read where it is), copies the
+ * bytes into its own slot and writes the slot's flag; every other rank
+ * waits for that flag in the root's block, copies the bytes out of it and
+ * counts the slot emptied. One copy by the root and one by each reader
+ * instead of log2(n) levels that each copy again, and the root runs ahead
+ * as far as the ring's slots allow.
  */
 static int mca_coll_ofi_bcast_flat(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
 {
-    const uint64_t c = m->ring_calls++;
-    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * m->ring_stride;
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+    const bool big = bytes > m->ring_bytes;
+    const size_t area = big ? m->off_flat : m->off_ring;
+    const size_t stride = big ? m->flat_stride : m->ring_stride;
+    const size_t most = big ? m->flat_bytes : m->ring_bytes;
+    const uint64_t nslots = big ? MCA_COLL_OFI_FLAT_SLOTS : m->ring_slots;
+    uint64_t *calls = big ? &m->flat_calls : &m->ring_calls;
+    uint64_t *done = big ? &h->flat_done : &h->ring_done;
     int rc = OMPI_SUCCESS;
 
     m->n_flat++;
-    if (m->rank == root) {
-        for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
-            if (p != root) {
-                rc = mca_coll_ofi_ring_room(m, p, c);
-            }
-        }
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
-        memcpy(m->block + slot_off + MCA_COLL_OFI_RING_HEAD, buf, bytes);
-        __atomic_store_n((uint64_t *) (m->block + slot_off), c + 1, __ATOMIC_RELEASE);
-    } else {
-        const char *slot = m->peer_map[root] + slot_off;
+    for (size_t off = 0; off < bytes && OMPI_SUCCESS == rc; off += most) {
+        const size_t len = (bytes - off < most) ? bytes - off : most;
+        const uint64_t c = (*calls)++;
+        const size_t slot_off = area + (c % nslots) * stride;
 
-        rc = mca_coll_ofi_wait_word(m, (const uint64_t *) slot, c + 1, root);
-        if (OMPI_SUCCESS != rc) {
-            return rc;
+        if (m->rank == root) {
+            for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
+                if (p != root) {
+                    rc = big ? mca_coll_ofi_flat_room(m, p, c) : mca_coll_ofi_ring_room(m, p, c);
+                }
+            }
+            if (OMPI_SUCCESS != rc) {
+                break;
+            }
+            memcpy(m->block + slot_off + MCA_COLL_OFI_RING_HEAD, buf + off, len);
+            __atomic_store_n((uint64_t *) (m->block + slot_off), c + 1, __ATOMIC_RELEASE);
+        } else {
+            const char *slot = m->peer_map[root] + slot_off;
+
+            rc = mca_coll_ofi_wait_word(m, (const uint64_t *) slot, c + 1, root);
+            if (OMPI_SUCCESS != rc) {
+                break;
+            }
+            memcpy(buf + off, slot + MCA_COLL_OFI_RING_HEAD, len);
         }
-        memcpy(buf, slot + MCA_COLL_OFI_RING_HEAD, bytes);
+        __atomic_store_n(done, c + 1, __ATOMIC_RELEASE);
     }
-    __atomic_store_n(&h->ring_done, c + 1, __ATOMIC_RELEASE);
-    return mca_coll_ofi_leave(m);
+    return (OMPI_SUCCESS == rc) ? mca_coll_ofi_leave(m) : rc;
 }
 
 /*
@@ -109,7 +123,7 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
 {
     const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
     const uint64_t c = m->ring_calls++;
-    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * m->ring_stride;
+    const size_t slot_off = m->off_ring + (c % m->ring_slots) * m->ring_stride;
     char *data = m->block + slot_off + MCA_COLL_OFI_RING_HEAD;
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
     int rc;
@@ -245,9 +259,11 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
     const int nchildren = t.nchildren;
     int rc = OMPI_SUCCESS;
 
+    if (bytes <= m->flat_max) {
+        return mca_coll_ofi_bcast_flat(m, buf, bytes, root);
+    }
     if (bytes <= m->ring_bytes) {
-        return m->all_local ? mca_coll_ofi_bcast_flat(m, buf, bytes, root)
-                            : mca_coll_ofi_bcast_ring(m, buf, bytes, root);
+        return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
     }
     if (bytes >= m->zc_min) {
         m->n_zcopy++;

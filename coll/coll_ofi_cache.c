@@ -105,6 +105,9 @@ static void mca_coll_ofi_slots(mca_coll_ofi_module_t *m)
     }
     m->gather_stride = MCA_COLL_OFI_RING_HEAD + m->gather_bytes;
     m->ring_stride = MCA_COLL_OFI_RING_HEAD + m->ring_bytes;
+    m->ring_slots = MCA_COLL_OFI_RING_SLOTS;
+    m->flat_bytes = mca_coll_ofi_spans_nodes(m) ? 0 : MCA_COLL_OFI_FLAT_BYTES;
+    m->flat_stride = MCA_COLL_OFI_RING_HEAD + m->flat_bytes;
 }
 
 /* Allocate and register this rank's block (see coll_ofi.h for the layout). */
@@ -124,7 +127,8 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * m->small_bytes : 0;
     m->off_gather = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
     m->off_ring = m->off_gather + ((0 < m->small_size) ? m->gather_sets * n * m->gather_stride : 0);
-    m->off_dir = m->off_ring + MCA_COLL_OFI_RING_SLOTS * m->ring_stride;
+    m->off_flat = m->off_ring + m->ring_slots * m->ring_stride;
+    m->off_dir = m->off_flat + ((0 < m->flat_bytes) ? MCA_COLL_OFI_FLAT_SLOTS * m->flat_stride : 0);
     /* per rank: block address, data size, registration handle */
     m->dir_stride = MCA_COLL_OFI_DIR_HANDLE + MCA_COLL_OFI_ALIGN(hsize, 8);
     /* then one entry of the same form per rank: where a large broadcast's
@@ -136,13 +140,15 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->block_size = off + m->data_size;
 
     m->ring_seen = calloc(n, sizeof(*m->ring_seen));
+    m->flat_seen = calloc(n, sizeof(*m->flat_seen));
     m->reduce_seen = calloc(n, sizeof(*m->reduce_seen));
     m->gather_root_last = calloc(n, sizeof(*m->gather_root_last));
     m->gather_told = calloc(n, sizeof(*m->gather_told));
     m->peer_map = calloc(n, sizeof(*m->peer_map));
     m->peer_pid = calloc(n, sizeof(*m->peer_pid));
-    if (NULL == m->ring_seen || NULL == m->reduce_seen || NULL == m->gather_root_last
-        || NULL == m->gather_told || NULL == m->peer_map || NULL == m->peer_pid) {
+    if (NULL == m->ring_seen || NULL == m->flat_seen || NULL == m->reduce_seen
+        || NULL == m->gather_root_last || NULL == m->gather_told || NULL == m->peer_map
+        || NULL == m->peer_pid) {
         *why = "out of memory for the cache";
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -212,6 +218,8 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     m->block = NULL;
     free(m->ring_seen);
     m->ring_seen = NULL;
+    free(m->flat_seen);
+    m->flat_seen = NULL;
     free(m->reduce_seen);
     m->reduce_seen = NULL;
     free(m->gather_root_last);
@@ -353,15 +361,13 @@ static void mca_coll_ofi_node_groups(mca_coll_ofi_module_t *m, int *leader, cons
  * read their memory with process_vm_readv ("all local"). Then buffers of
  * collectives without copies are not registered with the btl (children
  * read them themselves), and on more than two ranks reductions go
- * through the caches at every size and broadcasts from 256 KiB only
- * without copies. Measured on 2 cores, all local, caches against without
- * copies (medians of 3, bench/coll_bench, shm and vader alike): reduce 1
- * MiB 370 against 580 us on 4 ranks, 1,040 against 1,400 on 8; bcast 32
- * KiB 12 against 16 us, 128 KiB 32 against 40 on 4 ranks (65 against 75
- * on 8), but 1 MiB 550 against 630 on 8. On two ranks (no tree, the
- * handshake of a transfer without copies is one flag each way) without
- * copies stays faster: bcast 32 KiB 3.0 against 6.1 us, 1 MiB 82 against
- * 124, reduce 128 KiB 14 against 17. */
+ * through the caches at every size (or are split) and broadcasts are flat
+ * (mca_coll_ofi_zc_policy). Measured on 2 cores, all local, caches
+ * against without copies (medians of 3, bench/coll_bench, shm and vader
+ * alike): reduce 1 MiB 370 against 580 us on 4 ranks, 1,040 against
+ * 1,400 on 8. On two ranks (no tree, the handshake of a transfer without
+ * copies is one flag each way) without copies stays faster: bcast 32 KiB
+ * 3.0 against 6.1 us, 1 MiB 82 against 124, reduce 128 KiB 14 against 17. */
 static int mca_coll_ofi_map_peers(mca_coll_ofi_module_t *m)
 {
     /* {all local, room for node groups, then (up to SMALL_RANKS ranks)
@@ -435,12 +441,25 @@ static void mca_coll_ofi_zc_policy(mca_coll_ofi_module_t *m)
                        : SIZE_MAX;
     m->zc_reduce_min = want;
     if (m->all_local && m->size > 2) {
-        floor = MCA_COLL_OFI_LOCAL_ZC_MIN;
+        /* reductions through the caches or split (mca_coll_ofi_map_peers);
+         * broadcasts flat (below) */
         m->zc_reduce_min = SIZE_MAX;
     } else if (!m->all_local && m->am) {
         floor = MCA_COLL_OFI_AM_ZC_MIN;
     }
     m->zc_min = mca_coll_ofi_max(want, floor);
+    /* all local, broadcasts flat (one copy by the root, one by each
+     * reader): on more than two ranks at every size, on two up to
+     * coll_ofi_zcopy_size, from where a reader's one copy out of the
+     * root's buffer was faster (vader 128 KiB 7.5 against 8.9 us flat,
+     * 1 MiB 69 against 77-83) */
+    if (!m->all_local || 0 == m->flat_bytes) {
+        m->flat_max = 0;
+    } else if (m->size > 2) {
+        m->flat_max = SIZE_MAX;
+    } else {
+        m->flat_max = mca_coll_ofi_max(m->ring_bytes, m->zc_min - 1);
+    }
 }
 
 /*
@@ -980,9 +999,17 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
 
-    return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_RING_SLOTS,
-                             offsetof(mca_coll_ofi_header_t, ring_done), &h->ring_peek,
-                             m->ring_seen);
+    return mca_coll_ofi_room(m, peer, c, m->ring_slots, offsetof(mca_coll_ofi_header_t, ring_done),
+                             &h->ring_peek, m->ring_seen);
+}
+
+int mca_coll_ofi_flat_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
+{
+    mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
+
+    return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_FLAT_SLOTS,
+                             offsetof(mca_coll_ofi_header_t, flat_done), &h->flat_peek,
+                             m->flat_seen);
 }
 
 int mca_coll_ofi_gather_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)

@@ -140,9 +140,10 @@ static int mca_coll_ofi_register(void)
         "computed), and allreduces of this size on two ranks (one exchange). Raised where the "
         "caches were measured faster: broadcasts from 64 KiB at least where flags go to other "
         "nodes as messages (coll_ofi_messages); where every rank of more than two maps every "
-        "peer (coll_ofi_shared_memory, one node) broadcasts from 256 KiB, and instead of "
+        "peer (coll_ofi_shared_memory, one node) broadcasts are flat at every size instead "
+        "(the root copies into its block once, every rank copies out of it), and instead of "
         "through a tree reductions are split between the ranks (each reads its part of the "
-        "others' buffers): on two ranks from 16 KiB, allreduces from 256 KiB (1 MiB on two "
+        "others' buffers): on two ranks above 32 KiB, allreduces from 256 KiB (1 MiB on two "
         "ranks). 0: never. Must be the same on every rank (default 8 KiB)",
         MCA_BASE_VAR_TYPE_SIZE_T, &c->zc_min, OPAL_INFO_LVL_6);
     c->zc_chunk = 1024 * 1024;

@@ -53,6 +53,9 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->step = 0;
     m->ring_calls = 0;
     m->ring_seen = NULL;
+    m->flat_calls = 0;
+    m->flat_seen = NULL;
+    m->flat_max = 0;
     m->reduce_calls = 0;
     m->reduce_seen = NULL;
     m->gather_root_last = NULL;

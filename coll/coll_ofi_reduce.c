@@ -995,7 +995,10 @@ int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
         m->n_zcopy_reduce++;
         return mca_coll_ofi_allreduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op, esize);
     }
-    if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {
+    if (m->small_size > 0 && (size_t) count * esize <= m->gather_bytes) {
+        rc = mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, 0,
+                                       (size_t) count * esize);
+    } else if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {
         m->n_zcopy_reduce++;
         rc = mca_coll_ofi_reduce_zc(m, own, (char *) rbuf, (size_t) count, dtype, op, 0, esize,
                                     true);

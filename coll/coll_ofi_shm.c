@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -52,6 +53,17 @@ bool mca_coll_ofi_spans_nodes(mca_coll_ofi_module_t *m)
     return false;
 }
 
+/* The segment is sparse (its pages are backed as they are first written,
+ * so a rank pays only for the slots its calls reach), and a write that
+ * finds /dev/shm full kills the process with SIGBUS: ask for a block only
+ * while /dev/shm has room for all of it. */
+static bool mca_coll_ofi_shm_room(size_t size)
+{
+    struct statvfs st;
+
+    return 0 == statvfs("/dev/shm", &st) && (uint64_t) st.f_bavail * st.f_frsize >= size;
+}
+
 /* Map a new segment of SIZE bytes for our block; leaves m->block NULL
  * (and says why at verbosity 2) when there is no local peer or the
  * segment cannot be made, and the caller allocates private memory. */
@@ -75,6 +87,10 @@ void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size)
     /* unique on the node: our pid and a count of our blocks */
     (void) snprintf(m->shm_name, sizeof(m->shm_name), "/coll_ofi.%d.%u", (int) getpid(),
                     __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+    if (!mca_coll_ofi_shm_room(size)) {
+        errno = ENOSPC;
+        goto say_why;
+    }
     fd = shm_open(m->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) {
         goto say_why;

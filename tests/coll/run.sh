@@ -36,6 +36,9 @@
 #   coll:vader:2:nozc          coll_ofi_zcopy_size 0 where every peer is
 #                              mapped: nothing without copies, reductions
 #                              not split between the ranks either
+#   coll:tcp+ofi_rxm:2:shmfull a private /dev/shm of 1 MiB (unshare -m), too
+#                              small for a block: none made (no SIGBUS),
+#                              every peer through the btl
 #   coll:shm:4:chunked         coll_ofi_shared_memory 0 and
 #                              coll_ofi_zcopy_size 0: every broadcast and
 #                              reduction through the data caches
@@ -67,6 +70,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/lib.sh
 source "$here/../lib.sh"
 logdir=$tests/logs/coll
+coll_wrap=()
 runner_help "$0" "$@"
 
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
@@ -88,6 +92,7 @@ list_cases() {
     echo "coll:shm:4:cache0"
     echo "coll:shm:4:chunked"
     echo "coll:vader:2:nozc"
+    echo "coll:tcp+ofi_rxm:2:shmfull"
     echo "coll:shm:2:badfanout"
     echo "coll:tcp:2:fallback"
     echo "coll:shm:4:mt"
@@ -131,7 +136,7 @@ coll_job() { # log np args...
     elif [[ ${EXPECT_BTL:--} != - ]]; then
         prog+=(expect-ofi)
     fi
-    run_logged "$log" "$test_timeout" mpirun --allow-run-as-root -np "$np" --oversubscribe \
+    run_logged "$log" "$test_timeout" "${coll_wrap[@]}" mpirun --allow-run-as-root -np "$np" --oversubscribe \
         --bind-to none --mca mca_base_component_path "$(component_path)" \
         --mca pml ob1 --mca coll_ofi_priority 90 --mca coll_ofi_verbose 1 \
         "$@" "${prog[@]}"
@@ -183,7 +188,14 @@ run_case() {
     # peers mapped (rank 0's serving line): all on shm and vader, none
     # where shared memory is off
     local mapped=$((a - 1))
-    if [[ $b == btlonly || $b == cache0 || $b == chunked || ($pname != shm && $pname != vader && $pname != tcp) ]]; then
+    local -a wrap=()
+    if [[ $b == shmfull ]]; then
+        # a private /dev/shm of 1 MiB, smaller than a block: no rank may
+        # make one (or die of SIGBUS writing a page the tmpfs cannot
+        # back); every peer through the btl
+        wrap=(unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"' sh)
+        mapped=0
+    elif [[ $b == btlonly || $b == cache0 || $b == chunked || ($pname != shm && $pname != vader && $pname != tcp) ]]; then
         sel+=(--mca coll_ofi_shared_memory 0)
         mapped=0
     fi
@@ -207,6 +219,7 @@ run_case() {
     [[ $b == mt ]] && prog=$bindir/colltest_mt sel+=(--mca mpi_yield_when_idle 1)
     local before left
     before=$(shm_files)
+    coll_wrap=("${wrap[@]}")
     EXPECT_BTL=$btl COLL_PROG=$prog coll_job "$log" "$a" "${sel[@]}"
     rc=$?
     why=""
@@ -241,12 +254,15 @@ run_case() {
             why="$zc broadcasts and $zr reductions went without copies with coll_ofi_zcopy_size 0"
         elif [[ -z $why && $b != chunked && $mapped == 0 && ($zc == 0 || $zr == 0) ]]; then
             why="large broadcasts ($zc) or reductions ($zr) did not go without copies"
-        elif [[ -z $why && $b != nozc && $mapped -gt 0 && ($zc == 0 || $zr == 0) ]]; then
-            # every peer mapped: broadcasts without copies from 256 KiB
-            # (on 2 ranks from coll_ofi_zcopy_size), reductions split
-            # between the ranks: on 2 ranks from 16 KiB, allreduces on
-            # more from 256 KiB
-            why="$zc broadcasts and $zr reductions went without copies with every peer mapped (expected some of both)"
+        elif [[ -z $why && $b != nozc && $mapped -gt 0 && $a -eq 2 && ($zc == 0 || $zr == 0) ]]; then
+            # every peer mapped, 2 ranks: broadcasts without copies from
+            # coll_ofi_zcopy_size, reductions split between the ranks
+            # from 16 KiB
+            why="$zc broadcasts and $zr reductions went without copies with every peer of 2 ranks mapped (expected some of both)"
+        elif [[ -z $why && $b != nozc && $mapped -gt 0 && $a -gt 2 && ($zc != 0 || $zr == 0) ]]; then
+            # every peer mapped, more ranks: broadcasts flat at every
+            # size, allreduces split between the ranks from 256 KiB
+            why="$zc broadcasts and $zr reductions went without copies with every peer of $a ranks mapped (expected no broadcast, some reductions)"
         elif [[ -z $why && $b != nozc && $mapped -gt 0 ]] && ! grep -q "coll:ofi: communicator 0 rank 0: served .*; [1-9][0-9]* reads straight from local peers' buffers" "$log"; then
             why="rank 0 never read a local peer's buffer with process_vm_readv"
         fi
