@@ -66,9 +66,11 @@ BEGIN_C_DECLS
 /* Allreduce of at most small_bytes on at most SMALL_RANKS ranks goes
  * through per-rank slots of the reserved area in one exchange (every rank
  * puts its contribution to every other rank) instead of reduce + bcast.
- * small_bytes (the payload of one slot of the small allreduce and of the
- * gather sets) and ring_bytes (of one ring slot) are SMALL_BYTES on one
- * node. On a communicator that spans nodes, where a step through the
+ * small_bytes (the payload of one slot of the small allreduce, and across
+ * nodes of the gather sets) and ring_bytes (of one ring slot) are
+ * SMALL_BYTES on one node (small_bytes SMALL_BYTES_MAX on two ranks of one
+ * node). On a
+ * communicator that spans nodes, where a step through the
  * data cache costs a network round trip (a credit) and a slot's payload
  * crosses in one message, ring_bytes is SMALL_BYTES_MAX and small_bytes
  * SMALL_SPAN / ranks, a power of two from SMALL_BYTES to SMALL_BYTES_MAX
