@@ -73,12 +73,15 @@ static int mca_coll_ofi_bcast_flat(mca_coll_ofi_module_t *m, char *buf, size_t b
     const uint64_t nslots = big ? MCA_COLL_OFI_FLAT_SLOTS : m->ring_slots;
     uint64_t *calls = big ? &m->flat_calls : &m->ring_calls;
     uint64_t *done = big ? &h->flat_done : &h->ring_done;
+    const uint64_t first = *calls;
     int rc = OMPI_SUCCESS;
 
+    /* every rank numbers the same chunks, even when this call fails */
+    *calls += (bytes + most - 1) / most;
     m->n_flat++;
     for (size_t off = 0; off < bytes && OMPI_SUCCESS == rc; off += most) {
         const size_t len = (bytes - off < most) ? bytes - off : most;
-        const uint64_t c = (*calls)++;
+        const uint64_t c = first + off / most;
         const size_t slot_off = area + (c % nslots) * stride;
 
         if (m->rank == root) {
@@ -247,7 +250,8 @@ deregister:
     return mca_coll_ofi_zc_end(m, rc, handle, nchunks + 1);
 }
 
-int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+/* Through the caches, down the tree, chunk by chunk (see the top). */
+static int mca_coll_ofi_bcast_tree(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
 {
     const int n = m->size;
     const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
@@ -258,17 +262,6 @@ int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, 
     const long first = t.first;
     const int nchildren = t.nchildren;
     int rc = OMPI_SUCCESS;
-
-    if (bytes <= m->flat_max) {
-        return mca_coll_ofi_bcast_flat(m, buf, bytes, root);
-    }
-    if (bytes <= m->ring_bytes) {
-        return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
-    }
-    if (bytes >= m->zc_min) {
-        m->n_zcopy++;
-        return mca_coll_ofi_bcast_zc(m, buf, bytes, root);
-    }
 
     for (size_t k = 0; k < nchunks; ++k) {
         const uint64_t s = base + k;
@@ -318,6 +311,21 @@ advance_step:
      * numbering stays in step with the peers that did not fail */
     m->step += nchunks;
     return rc;
+}
+
+int mca_coll_ofi_bcast_bytes(mca_coll_ofi_module_t *m, char *buf, size_t bytes, int root)
+{
+    if (bytes <= m->flat_max) {
+        return mca_coll_ofi_bcast_flat(m, buf, bytes, root);
+    }
+    if (bytes <= m->ring_bytes) {
+        return mca_coll_ofi_bcast_ring(m, buf, bytes, root);
+    }
+    if (bytes >= m->zc_min) {
+        m->n_zcopy++;
+        return mca_coll_ofi_bcast_zc(m, buf, bytes, root);
+    }
+    return mca_coll_ofi_bcast_tree(m, buf, bytes, root);
 }
 
 /* Pack (root) or unpack (others) a non-contiguous buffer through a

@@ -648,8 +648,11 @@ static inline bool mca_coll_ofi_gather_direct(const mca_coll_ofi_module_t *m, bo
  * c % gather_sets at its root; a contributor first makes sure the root has
  * finished call c - gather_sets (mca_coll_ofi_gather_room: usually known
  * without asking), so it never overwrites a slot the root has not read.
- * Our own slot of the set stages our contribution (nobody else writes it).
- * As in the ring broadcast, the flag put is left in flight.
+ * Our own slot of the set (nobody else writes it) stages our contribution
+ * where it must be in our block: the source of a put or a message, a
+ * leader's combined part, the root's own with MPI_IN_PLACE; towards a
+ * mapped root it goes straight from the caller's buffer. As in the ring
+ * broadcast, the flag put is left in flight.
  */
 static int mca_coll_ofi_reduce_small(mca_coll_ofi_module_t *m, const char *own, char *result,
                                      size_t count, struct ompi_datatype_t *dtype,
