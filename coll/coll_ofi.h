@@ -69,8 +69,7 @@ BEGIN_C_DECLS
  * small_bytes (the payload of one slot of the small allreduce, and across
  * nodes of the gather sets) and ring_bytes (of one ring slot) are
  * SMALL_BYTES on one node (small_bytes SMALL_BYTES_MAX on two ranks of one
- * node). On a
- * communicator that spans nodes, where a step through the
+ * node). On a communicator that spans nodes, where a step through the
  * data cache costs a network round trip (a credit) and a slot's payload
  * crosses in one message, ring_bytes is SMALL_BYTES_MAX and small_bytes
  * SMALL_SPAN / ranks, a power of two from SMALL_BYTES to SMALL_BYTES_MAX
@@ -264,7 +263,6 @@ typedef struct mca_coll_ofi_module_t {
     size_t gather_stride; /* a gather slot: RING_HEAD + gather_bytes */
     size_t ring_bytes;    /* payload of a ring slot */
     size_t ring_stride;   /* a ring slot: RING_HEAD + ring_bytes */
-    uint64_t ring_slots;  /* slots in the ring (see RING_SLOTS) */
     size_t off_flat;      /* the big flat ring (see FLAT_SLOTS) */
     size_t flat_bytes;    /* payload of one of its slots; 0 where there is none */
     size_t flat_stride;   /* RING_HEAD + flat_bytes */

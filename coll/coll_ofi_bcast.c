@@ -70,7 +70,7 @@ static int mca_coll_ofi_bcast_flat(mca_coll_ofi_module_t *m, char *buf, size_t b
     const size_t area = big ? m->off_flat : m->off_ring;
     const size_t stride = big ? m->flat_stride : m->ring_stride;
     const size_t most = big ? m->flat_bytes : m->ring_bytes;
-    const uint64_t nslots = big ? MCA_COLL_OFI_FLAT_SLOTS : m->ring_slots;
+    const uint64_t nslots = big ? MCA_COLL_OFI_FLAT_SLOTS : MCA_COLL_OFI_RING_SLOTS;
     uint64_t *calls = big ? &m->flat_calls : &m->ring_calls;
     uint64_t *done = big ? &h->flat_done : &h->ring_done;
     const uint64_t first = *calls;
@@ -126,7 +126,7 @@ static int mca_coll_ofi_bcast_ring(mca_coll_ofi_module_t *m, char *buf, size_t b
 {
     const mca_coll_ofi_tree_t t = mca_coll_ofi_tree(m, root);
     const uint64_t c = m->ring_calls++;
-    const size_t slot_off = m->off_ring + (c % m->ring_slots) * m->ring_stride;
+    const size_t slot_off = m->off_ring + (c % MCA_COLL_OFI_RING_SLOTS) * m->ring_stride;
     char *data = m->block + slot_off + MCA_COLL_OFI_RING_HEAD;
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
     int rc;

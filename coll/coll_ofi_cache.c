@@ -93,6 +93,7 @@ static void mca_coll_ofi_slots(mca_coll_ofi_module_t *m)
         m->gather_bytes = b;
         m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES_MAX;
         m->gather_sets = 2 * MCA_COLL_OFI_GATHER_SETS;
+        m->flat_bytes = 0;
     } else {
         b = MCA_COLL_OFI_GATHER_BYTES_MAX;
         while (b > MCA_COLL_OFI_SMALL_BYTES && b * (size_t) m->size > MCA_COLL_OFI_GATHER_SPAN) {
@@ -105,11 +106,10 @@ static void mca_coll_ofi_slots(mca_coll_ofi_module_t *m)
         m->gather_bytes = b;
         m->ring_bytes = MCA_COLL_OFI_SMALL_BYTES;
         m->gather_sets = MCA_COLL_OFI_GATHER_SETS;
+        m->flat_bytes = MCA_COLL_OFI_FLAT_BYTES;
     }
     m->gather_stride = MCA_COLL_OFI_RING_HEAD + m->gather_bytes;
     m->ring_stride = MCA_COLL_OFI_RING_HEAD + m->ring_bytes;
-    m->ring_slots = MCA_COLL_OFI_RING_SLOTS;
-    m->flat_bytes = mca_coll_ofi_spans_nodes(m) ? 0 : MCA_COLL_OFI_FLAT_BYTES;
     m->flat_stride = MCA_COLL_OFI_RING_HEAD + m->flat_bytes;
 }
 
@@ -130,7 +130,7 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
     m->small_size = (m->size <= MCA_COLL_OFI_SMALL_RANKS) ? 2 * n * m->small_bytes : 0;
     m->off_gather = MCA_COLL_OFI_ALIGN(m->off_small + m->small_size, 64);
     m->off_ring = m->off_gather + ((0 < m->small_size) ? m->gather_sets * n * m->gather_stride : 0);
-    m->off_flat = m->off_ring + m->ring_slots * m->ring_stride;
+    m->off_flat = m->off_ring + MCA_COLL_OFI_RING_SLOTS * m->ring_stride;
     m->off_dir = m->off_flat + ((0 < m->flat_bytes) ? MCA_COLL_OFI_FLAT_SLOTS * m->flat_stride : 0);
     /* per rank: block address, data size, registration handle */
     m->dir_stride = MCA_COLL_OFI_DIR_HANDLE + MCA_COLL_OFI_ALIGN(hsize, 8);
@@ -1002,8 +1002,9 @@ int mca_coll_ofi_ring_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)
 {
     mca_coll_ofi_header_t *h = (mca_coll_ofi_header_t *) m->block;
 
-    return mca_coll_ofi_room(m, peer, c, m->ring_slots, offsetof(mca_coll_ofi_header_t, ring_done),
-                             &h->ring_peek, m->ring_seen);
+    return mca_coll_ofi_room(m, peer, c, MCA_COLL_OFI_RING_SLOTS,
+                             offsetof(mca_coll_ofi_header_t, ring_done), &h->ring_peek,
+                             m->ring_seen);
 }
 
 int mca_coll_ofi_flat_room(mca_coll_ofi_module_t *m, int peer, uint64_t c)

@@ -587,6 +587,13 @@ static int mca_coll_ofi_allreduce_split(mca_coll_ofi_module_t *m, const char *ow
     return mca_coll_ofi_zc_end(m, rc, NULL, 3);
 }
 
+/* Whether a reduction of BYTES is gathered at the root
+ * (mca_coll_ofi_reduce_small; the same answer on every rank). */
+static bool mca_coll_ofi_gathered(const mca_coll_ofi_module_t *m, size_t bytes)
+{
+    return m->small_size > 0 && bytes <= m->gather_bytes;
+}
+
 /* Whether a reduction of BYTES goes without copies: from
  * coll_ofi_zcopy_size, once the caches would take it in more than one
  * chunk (in one chunk they were faster: 16-64 KiB on 4 ranks over shm,
@@ -781,7 +788,7 @@ int mca_coll_ofi_reduce(const void *sbuf, void *rbuf, int count, struct ompi_dat
         return OMPI_SUCCESS;
     }
     own = (MPI_IN_PLACE == sbuf) ? (const char *) rbuf : (const char *) sbuf;
-    if (m->small_size > 0 && (size_t) count * esize <= m->gather_bytes) {
+    if (mca_coll_ofi_gathered(m, (size_t) count * esize)) {
         return mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, root,
                                          (size_t) count * esize);
     }
@@ -998,7 +1005,7 @@ int mca_coll_ofi_allreduce(const void *sbuf, void *rbuf, int count, struct ompi_
         m->n_zcopy_reduce++;
         return mca_coll_ofi_allreduce_pair(m, own, (char *) rbuf, (size_t) count, dtype, op, esize);
     }
-    if (m->small_size > 0 && (size_t) count * esize <= m->gather_bytes) {
+    if (mca_coll_ofi_gathered(m, (size_t) count * esize)) {
         rc = mca_coll_ofi_reduce_small(m, own, (char *) rbuf, (size_t) count, dtype, op, 0,
                                        (size_t) count * esize);
     } else if (mca_coll_ofi_reduce_zc_fits(m, (size_t) count * esize)) {

@@ -45,10 +45,11 @@
 # Every case over an RDMA btl (but mt) also shows how many broadcasts and
 # reductions went without copies: some (broadcasts of 8 KiB and more,
 # reductions larger than half the data cache) where no peer is mapped,
-# none in chunked; where every peer is mapped some of both (broadcasts
-# from 256 KiB on more than two ranks, reductions split between the ranks:
-# on 2 ranks from 16 KiB, allreduces on more from 256 KiB), and rank 0
-# must have read some of its local peers' buffers with process_vm_readv.
+# none in chunked; where every peer is mapped some reductions (split
+# between the ranks: on 2 ranks above 32 KiB, allreduces on more from 256
+# KiB) and on 2 ranks some broadcasts (on more every broadcast is flat,
+# none), and rank 0 must have read some of its local peers' buffers with
+# process_vm_readv.
 #   coll:shm:2:badfanout       coll_ofi_fanout 0: named (help message, and
 #                              coll/ofi's verbose line, as mpirun 4.1.4 now
 #                              and then drops a help message) and replaced
@@ -257,7 +258,7 @@ run_case() {
         elif [[ -z $why && $b != nozc && $mapped -gt 0 && $a -eq 2 && ($zc == 0 || $zr == 0) ]]; then
             # every peer mapped, 2 ranks: broadcasts without copies from
             # coll_ofi_zcopy_size, reductions split between the ranks
-            # from 16 KiB
+            # above 32 KiB (the gather slots)
             why="$zc broadcasts and $zr reductions went without copies with every peer of 2 ranks mapped (expected some of both)"
         elif [[ -z $why && $b != nozc && $mapped -gt 0 && $a -gt 2 && ($zc != 0 || $zr == 0) ]]; then
             # every peer mapped, more ranks: broadcasts flat at every
