@@ -162,6 +162,7 @@ typedef struct mca_coll_ofi_component_t {
     size_t zc_chunk;   /* in pieces of this size */
     int shared_memory; /* map the blocks of peers on this node (coll_ofi_cache.c) */
     int messages;      /* flags and small payloads to other nodes as messages (coll_ofi_am.c) */
+    int max_mappings;  /* most memory mappings our blocks may hold (coll_ofi_shm.c); 0: auto */
     int output;
 } mca_coll_ofi_component_t;
 
@@ -232,6 +233,7 @@ typedef struct mca_coll_ofi_module_t {
     bool block_shared;                    /* block is our shared-memory segment (coll_ofi_shm.c) */
     char shm_name[MCA_COLL_OFI_SHM_NAME]; /* its name until local peers mapped it */
     char **peer_map; /* per rank: its block mapped here, NULL: through the btl */
+    int maps_held;   /* memory mappings reserved for the blocks (mca_coll_ofi_maps_reserve) */
     int n_mapped;    /* local peers mapped */
     /* per rank: its process id where it is mapped and its memory can be
      * read with process_vm_readv (coll_ofi_shm.c), else 0 */
@@ -327,6 +329,11 @@ mca_coll_base_module_t *mca_coll_ofi_comm_query(struct ompi_communicator_t *comm
 /* blocks in shared memory for peers on this node (coll_ofi_shm.c) */
 /* Whether a peer of the communicator is on another node. */
 bool mca_coll_ofi_spans_nodes(mca_coll_ofi_module_t *m);
+/* Reserve the memory mappings the communicator's blocks will take (ours
+ * and one per local peer); false, with *WHY, when the process would hold
+ * more than coll_ofi_max_mappings. Given back by mca_coll_ofi_maps_return. */
+bool mca_coll_ofi_maps_reserve(mca_coll_ofi_module_t *m, const char **why);
+void mca_coll_ofi_maps_return(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size);
 bool mca_coll_ofi_shm_attach(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_shm_unlink(mca_coll_ofi_module_t *m);

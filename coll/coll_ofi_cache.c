@@ -159,6 +159,9 @@ static int mca_coll_ofi_block_create(mca_coll_ofi_module_t *m, const char **why)
         static uint32_t instances;
         m->instance = __atomic_add_fetch(&instances, 1, __ATOMIC_RELAXED);
     }
+    if (!mca_coll_ofi_maps_reserve(m, why)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     /* shared memory where a peer is on this node, else private (a new
      * segment is zeroed already) */
     mca_coll_ofi_shm_create(m, m->block_size);
@@ -219,6 +222,7 @@ void mca_coll_ofi_cache_release(mca_coll_ofi_module_t *m)
     mca_coll_ofi_shm_release(m); /* the peers' mappings, our block if shared */
     free(m->block);
     m->block = NULL;
+    mca_coll_ofi_maps_return(m);
     free(m->ring_seen);
     m->ring_seen = NULL;
     free(m->flat_seen);

@@ -175,6 +175,16 @@ static int mca_coll_ofi_register(void)
         "Used only if every rank can",
         &c->messages, OPAL_INFO_LVL_6);
 
+    c->max_mappings = 0;
+    (void) mca_coll_ofi_reg_int(
+        "max_mappings",
+        "Most memory mappings the blocks of the communicators coll/ofi serves may hold in one "
+        "process (a communicator holds one for its own block and one per peer on the same "
+        "node; the kernel allows vm.max_map_count in all, and past it every allocation "
+        "fails). A communicator that would go beyond is served by the previous coll "
+        "component (said once per process). 0 (default): half of vm.max_map_count",
+        &c->max_mappings, OPAL_INFO_LVL_6);
+
     mca_coll_ofi_reg_pvar("served_bcast", "MPI_Bcast calls coll/ofi served on the communicator",
                           offsetof(mca_coll_ofi_module_t, n_bcast));
     mca_coll_ofi_reg_pvar("served_reduce", "MPI_Reduce calls coll/ofi served on the communicator",
@@ -244,6 +254,11 @@ static void mca_coll_ofi_check_params(void)
                             "(0 to 65536); using 32",
                             c->cache_pages);
         c->cache_pages = 32;
+    }
+    if (c->max_mappings < 0) {
+        opal_show_help(MCA_COLL_OFI_HELP_FILE, "bad param", true, host, "coll_ofi_max_mappings",
+                       c->max_mappings, "0 (half of vm.max_map_count) or more", 0);
+        c->max_mappings = 0;
     }
     if (0 == c->zc_min) {
         c->zc_min = SIZE_MAX; /* never */

@@ -36,6 +36,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->peer_map = NULL;
     m->peer_pid = NULL;
     m->n_mapped = 0;
+    m->maps_held = 0;
     m->zc_min = SIZE_MAX;
     m->zc_reduce_min = SIZE_MAX;
     m->pair_min = SIZE_MAX;

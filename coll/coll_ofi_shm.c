@@ -33,6 +33,8 @@
 
 #include "ompi/proc/proc.h"
 #include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
 
 static bool mca_coll_ofi_shm_local(mca_coll_ofi_module_t *m, int r)
 {
@@ -51,6 +53,74 @@ bool mca_coll_ofi_spans_nodes(mca_coll_ofi_module_t *m)
         }
     }
     return false;
+}
+
+/* Memory mappings held by this process's blocks: each served
+ * communicator's own block (shared or private: glibc maps a block of this
+ * size on its own) and each local peer's block mapped here. The kernel
+ * allows a process vm.max_map_count mappings in all (65530 by default);
+ * past it every mmap fails, malloc's too, and Open MPI was seen to crash
+ * in MPI_Comm_dup with 14,500 communicators of 4 local ranks served
+ * (4 mappings each) alive at once. So coll/ofi keeps to a share of them
+ * (coll_ofi_max_mappings, by default half of vm.max_map_count), and a
+ * communicator that would go beyond is left to the previous component. */
+static int64_t mca_coll_ofi_maps_in_use;
+
+static int64_t mca_coll_ofi_maps_limit(void)
+{
+    static int64_t limit;
+    long kernel = 65530;
+    FILE *f;
+
+    if (0 != __atomic_load_n(&limit, __ATOMIC_RELAXED)) {
+        return limit;
+    }
+    if (mca_coll_ofi_component.max_mappings > 0) {
+        __atomic_store_n(&limit, mca_coll_ofi_component.max_mappings, __ATOMIC_RELAXED);
+        return limit;
+    }
+    f = fopen("/proc/sys/vm/max_map_count", "r");
+    if (NULL != f) {
+        if (1 != fscanf(f, "%ld", &kernel) || kernel < 2) {
+            kernel = 65530;
+        }
+        (void) fclose(f);
+    }
+    __atomic_store_n(&limit, (int64_t) kernel / 2, __ATOMIC_RELAXED);
+    return limit;
+}
+
+bool mca_coll_ofi_maps_reserve(mca_coll_ofi_module_t *m, const char **why)
+{
+    static bool said = false;
+    const int64_t limit = mca_coll_ofi_maps_limit();
+    int need = 1;
+    int64_t held;
+
+    for (int r = 0; r < m->size && mca_coll_ofi_component.shared_memory; ++r) {
+        need += mca_coll_ofi_shm_local(m, r) ? 1 : 0;
+    }
+    held = __atomic_add_fetch(&mca_coll_ofi_maps_in_use, need, __ATOMIC_RELAXED);
+    if (OPAL_LIKELY(held <= limit)) {
+        m->maps_held = need;
+        return true;
+    }
+    (void) __atomic_sub_fetch(&mca_coll_ofi_maps_in_use, need, __ATOMIC_RELAXED);
+    *why = "this process's coll/ofi blocks would hold more memory mappings than "
+           "coll_ofi_max_mappings allows (free communicators no longer used, or raise it "
+           "and vm.max_map_count)";
+    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED)) {
+        opal_show_help(MCA_COLL_OFI_HELP_FILE, "mappings", true,
+                       opal_process_info.nodename ? opal_process_info.nodename : "unknown",
+                       (int) (held - need), need, (int) limit);
+    }
+    return false;
+}
+
+void mca_coll_ofi_maps_return(mca_coll_ofi_module_t *m)
+{
+    (void) __atomic_sub_fetch(&mca_coll_ofi_maps_in_use, m->maps_held, __ATOMIC_RELAXED);
+    m->maps_held = 0;
 }
 
 /* The segment is sparse (its pages are backed as they are first written,

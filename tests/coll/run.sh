@@ -15,7 +15,7 @@
 #   tests/coll/run.sh --list        the case names
 #
 # Cases:
-#   ompi_info                  coll ofi v0.1.0 and its 8 parameters
+#   ompi_info                  coll ofi v0.1.0 and its 9 parameters
 #   coll:PROV:NP               btl ofi,self with provider PROV (shm,
 #                              sockets, tcp+ofi_rxm, udp+ofi_rxd), NP ranks;
 #                              the network providers with
@@ -55,6 +55,24 @@
 #                              and then drops a help message) and replaced
 #   coll:tcp:2:fallback        btl tcp,self (no RDMA btl): every rank agrees
 #                              not to serve, results still right
+#   coll:shm:4:mappings        tests/coll/collmany.c with
+#                              coll_ofi_max_mappings 40 (4 per communicator
+#                              of 4 local ranks): 30 duplicates alive at
+#                              once, then 9 more after freeing them, each
+#                              running bcast, allreduce, reduce and
+#                              barrier (every value checked); exactly 9 of
+#                              the 30 served beside MPI_COMM_WORLD, the 21
+#                              others left to the previous component with
+#                              the reason and the help message, all 9
+#                              later ones served (freeing gave the
+#                              mappings back)
+#   coll:shm:4:manycomm        collmany with 20,000 duplicates alive at once
+#                              and the default budget (half of
+#                              vm.max_map_count): Open MPI crashed in
+#                              MPI_Comm_dup at about 14,500 when coll/ofi
+#                              served them all; as many served as the
+#                              budget allows, the rest by the previous
+#                              component
 #   coll:PROV:NP:mt            tests/coll/colltest_mt.c: MPI_THREAD_MULTIPLE,
 #                              4 threads per rank, each running bcast,
 #                              allreduce, reduce and barrier on its own
@@ -96,6 +114,8 @@ list_cases() {
     echo "coll:tcp+ofi_rxm:2:shmfull"
     echo "coll:shm:2:badfanout"
     echo "coll:tcp:2:fallback"
+    echo "coll:shm:4:mappings"
+    echo "coll:shm:4:manycomm"
     echo "coll:shm:4:mt"
     echo "coll:tcp+ofi_rxm:2:mt"
     echo "coll:vader:4:mt"
@@ -115,7 +135,7 @@ component_path() {
 mkdir -p "$bindir" "$logdir"
 build_colltest() {
     local p
-    for p in colltest colltest_mt; do
+    for p in colltest colltest_mt collmany; do
         [[ -x $bindir/$p && $bindir/$p -nt $here/$p.c ]] && continue
         mpicc -O2 -Wall -pthread -o "$bindir/$p" "$here/$p.c" >"$logdir/compile-$p.log" 2>&1 || return 1
     done
@@ -131,9 +151,11 @@ coll_job() { # log np args...
     local log=$1 np=$2
     shift 2
     local -a prog=("$bindir/colltest")
-    # colltest_mt: 4 threads, 200 rounds; colltest: its MPI_T check too
+    # colltest_mt (4 threads, 200 rounds) or collmany with COLL_ARGS;
+    # colltest: its MPI_T check too
     if [[ -n ${COLL_PROG:-} ]]; then
-        prog=("$COLL_PROG" 4 200)
+        # shellcheck disable=SC2206 # words on purpose
+        prog=("$COLL_PROG" ${COLL_ARGS:-})
     elif [[ ${EXPECT_BTL:--} != - ]]; then
         prog+=(expect-ofi)
     fi
@@ -161,10 +183,10 @@ run_case() {
         label="coll ompi_info"
         if OMPI_MCA_mca_base_component_path=$(component_path) ompi_info --param coll ofi --level 9 >"$log" 2>&1 &&
             grep -q 'MCA coll: ofi (.*Component v0.1.0)' "$log" &&
-            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\|shared_memory\|messages\)"' "$log") -eq 8 ]]; then
-            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 8 parameters"
+            [[ $(grep -c 'parameter "coll_ofi_\(priority\|verbose\|fanout\|cache_pages\|zcopy_size\|zcopy_chunk\|shared_memory\|messages\|max_mappings\)"' "$log") -eq 9 ]]; then
+            report PASS "$label" $((SECONDS - t0)) "MCA coll: ofi (Component v0.1.0), 9 parameters"
         else
-            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 8 parameters missing" "$log"
+            report FAIL "$label" $((SECONDS - t0)) "coll ofi v0.1.0 or its 9 parameters missing" "$log"
         fi
         return
     fi
@@ -214,14 +236,20 @@ run_case() {
     chunked | nozc) sel+=(--mca coll_ofi_zcopy_size 0) ;;
     badfanout) sel+=(--mca coll_ofi_fanout 0 "${HELP_TRACE[@]}") ;;
     esac
-    local prog=
+    local cprog='' pargs='' own=0
     # 4 threads per rank on 2 cores: yield when idle, as an oversubscribed
     # job should (spinning, the tcp;ofi_rxm case took 44 s instead of 1)
-    [[ $b == mt ]] && prog=$bindir/colltest_mt sel+=(--mca mpi_yield_when_idle 1)
+    [[ $b == mt ]] && cprog=$bindir/colltest_mt pargs="4 200" own=1 sel+=(--mca mpi_yield_when_idle 1)
+    # the mapping budget: 40 (4 per communicator here), or the default
+    local budget=$(($(cat /proc/sys/vm/max_map_count 2>/dev/null || echo 65530) / 2)) held=20000
+    case $b in
+    mappings) cprog=$bindir/collmany pargs="30 9" own=1 budget=40 held=30 sel+=(--mca coll_ofi_max_mappings 40 "${HELP_TRACE[@]}") ;;
+    manycomm) cprog=$bindir/collmany pargs="20000 0" own=1 sel+=(--mca mpi_yield_when_idle 1) ;;
+    esac
     local before left
     before=$(shm_files)
     coll_wrap=("${wrap[@]}")
-    EXPECT_BTL=$btl COLL_PROG=$prog coll_job "$log" "$a" "${sel[@]}"
+    EXPECT_BTL=$btl COLL_PROG=$cprog COLL_ARGS=$pargs coll_job "$log" "$a" "${sel[@]}"
     rc=$?
     why=""
     # coll/ofi removes a block's name once the local peers mapped it, and
@@ -238,7 +266,7 @@ run_case() {
         why="exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")"
     elif grep -q '^FAIL' "$log"; then
         why=$(grep -m1 '^FAIL' "$log" | cut -c1-300)
-    elif [[ $btl != - && $b != mt ]]; then
+    elif [[ $btl != - && $own == 0 ]]; then
         why=$(not_served "$log" "$a" "$btl")
         if [[ -z $why ]] && ! grep -q "coll:ofi: serving communicator 0 with $a ranks over btl $btl (rank 0, .*, $mapped peers through shared memory, messages of up to $msgs bytes to the others)" "$log"; then
             why="rank 0 did not map $mapped peers' blocks, or messages not as expected ($msgs): $(grep -m1 -o 'rank 0, .*to the others' "$log")"
@@ -295,6 +323,26 @@ run_case() {
             why="no line saying that every rank agreed not to serve"
         fi
         ;;
+    mappings | manycomm)
+        # MPI_COMM_WORLD first, then as many of the duplicates held at once
+        # as the budget allows (4 mappings each: its block and 3 peers'),
+        # then every later one (the 9 after freeing, in mappings)
+        local fits=$(((budget - 4) / 4)) later=0 nserved nrefused
+        ((fits > held)) && fits=$held
+        [[ $b == mappings ]] && later=9
+        nserved=$(grep -c "coll:ofi: serving communicator [0-9]* with 4 ranks over btl ofi (rank 0," "$log")
+        nrefused=$(grep -c "coll:ofi: not serving communicator [0-9]* (rank 0): .*coll_ofi_max_mappings allows" "$log")
+        if [[ -z $why ]] && ! grep -q "^OK collmany: $held communicators alive at once, then $later more" "$log"; then
+            why="no OK line from collmany"
+        elif [[ -z $why ]] && ((nserved != 1 + fits + later)); then
+            why="coll/ofi served $nserved communicators, expected $((1 + fits + later)) (MPI_COMM_WORLD, $fits of $held held at once within $budget mappings, $later later)"
+        elif [[ -z $why ]] && ((nrefused != held - fits)); then
+            why="$nrefused communicators refused for the mapping budget, expected $((held - fits))"
+        elif [[ -z $why && $b == mappings ]] && ! grep -q "coll_ofi_max_mappings: 40" "$log" && ! help_lost "$log"; then
+            why="no help message naming coll_ofi_max_mappings (and mpirun received none that it dropped)"
+        fi
+        [[ -z $why ]] && served="$held communicators alive at once, every value right: $fits served by coll/ofi within $budget mappings beside MPI_COMM_WORLD, $nrefused by the previous component; $later more after freeing, all served"
+        ;;
     mt)
         # the four duplicates (communicators other than 0), each served
         local dups
@@ -311,8 +359,8 @@ run_case() {
         report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
         return
     fi
-    [[ $b == mt ]] || served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
-    [[ $btl != - && $b != mt ]] && served+="; $mapped peers through shared memory"
+    [[ $own == 1 ]] || served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
+    [[ $btl != - && $own == 0 ]] && served+="; $mapped peers through shared memory"
     report PASS "$label" $((SECONDS - t0)) "${served:-results right, served by the previous component}"
 }
 
