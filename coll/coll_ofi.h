@@ -230,7 +230,7 @@ typedef struct mca_coll_ofi_module_t {
 
     /* the registered block and its layout (offsets from block) */
     char *block;
-    bool block_shared;                    /* block is our shared-memory segment (coll_ofi_shm.c) */
+    bool block_mapped; /* block is a mapping of ours (shared or anonymous): munmap, not free */
     char shm_name[MCA_COLL_OFI_SHM_NAME]; /* its name until local peers mapped it */
     char **peer_map; /* per rank: its block mapped here, NULL: through the btl */
     int maps_held;   /* memory mappings reserved for the blocks (mca_coll_ofi_maps_reserve) */

@@ -31,7 +31,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->btl = NULL;
     m->endpoints = NULL;
     m->block = NULL;
-    m->block_shared = false;
+    m->block_mapped = false;
     m->shm_name[0] = '\0';
     m->peer_map = NULL;
     m->peer_pid = NULL;

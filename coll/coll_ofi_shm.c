@@ -56,8 +56,8 @@ bool mca_coll_ofi_spans_nodes(mca_coll_ofi_module_t *m)
 }
 
 /* Memory mappings held by this process's blocks: each served
- * communicator's own block (shared or private: glibc maps a block of this
- * size on its own) and each local peer's block mapped here. The kernel
+ * communicator's own block (a shared segment, or private anonymous
+ * pages) and each local peer's block mapped here. The kernel
  * allows a process vm.max_map_count mappings in all (65530 by default);
  * past it every mmap fails, malloc's too, and Open MPI was seen to crash
  * in MPI_Comm_dup with 14,500 communicators of 4 local ranks served
@@ -174,7 +174,7 @@ void mca_coll_ofi_shm_create(mca_coll_ofi_module_t *m, size_t size)
     }
     (void) close(fd);
     m->block = base;
-    m->block_shared = true;
+    m->block_mapped = true;
     return;
 
 unlink_name:
@@ -321,7 +321,7 @@ void mca_coll_ofi_shm_unlink(mca_coll_ofi_module_t *m)
     }
 }
 
-/* Unmap the peers' blocks; our own block if it is shared. */
+/* Unmap the peers' blocks and our own. */
 void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m)
 {
     mca_coll_ofi_shm_unlink(m);
@@ -337,9 +337,9 @@ void mca_coll_ofi_shm_release(mca_coll_ofi_module_t *m)
     free(m->peer_pid);
     m->peer_pid = NULL;
     m->n_mapped = 0;
-    if (m->block_shared && NULL != m->block) {
+    if (m->block_mapped && NULL != m->block) {
         (void) munmap(m->block, m->block_size);
         m->block = NULL;
     }
-    m->block_shared = false;
+    m->block_mapped = false;
 }

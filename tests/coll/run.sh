@@ -73,6 +73,12 @@
 #                              served them all; as many served as the
 #                              budget allows, the rest by the previous
 #                              component
+#   coll:tcp+ofi_rxm:2:manycomm  the same with no shared memory (one
+#                              mapping per communicator: all served); each
+#                              private block was zeroed whole, 1.1 MiB per
+#                              communicator and rank, and the job was
+#                              killed for lack of memory (24 GiB here).
+#                              Both show rank 0's memory per communicator
 #   coll:PROV:NP:mt            tests/coll/colltest_mt.c: MPI_THREAD_MULTIPLE,
 #                              4 threads per rank, each running bcast,
 #                              allreduce, reduce and barrier on its own
@@ -116,6 +122,7 @@ list_cases() {
     echo "coll:tcp:2:fallback"
     echo "coll:shm:4:mappings"
     echo "coll:shm:4:manycomm"
+    echo "coll:tcp+ofi_rxm:2:manycomm"
     echo "coll:shm:4:mt"
     echo "coll:tcp+ofi_rxm:2:mt"
     echo "coll:vader:4:mt"
@@ -325,12 +332,15 @@ run_case() {
         ;;
     mappings | manycomm)
         # MPI_COMM_WORLD first, then as many of the duplicates held at once
-        # as the budget allows (4 mappings each: its block and 3 peers'),
-        # then every later one (the 9 after freeing, in mappings)
-        local fits=$(((budget - 4) / 4)) later=0 nserved nrefused
+        # as the budget allows (PER mappings each: its block and one per
+        # peer mapped), then every later one (the 9 after freeing, in
+        # mappings)
+        local per=$((1 + mapped)) later=0 nserved nrefused perkib
+        local fits=$(((budget - per) / per))
         ((fits > held)) && fits=$held
         [[ $b == mappings ]] && later=9
-        nserved=$(grep -c "coll:ofi: serving communicator [0-9]* with 4 ranks over btl ofi (rank 0," "$log")
+        nserved=$(grep -c "coll:ofi: serving communicator [0-9]* with $a ranks over btl ofi (rank 0," "$log")
+        perkib=$(grep -m1 -o "grew by [0-9.]* KiB per communicator" "$log" | grep -o "[0-9.]* KiB")
         nrefused=$(grep -c "coll:ofi: not serving communicator [0-9]* (rank 0): .*coll_ofi_max_mappings allows" "$log")
         if [[ -z $why ]] && ! grep -q "^OK collmany: $held communicators alive at once, then $later more" "$log"; then
             why="no OK line from collmany"
@@ -341,7 +351,7 @@ run_case() {
         elif [[ -z $why && $b == mappings ]] && ! grep -q "coll_ofi_max_mappings: 40" "$log" && ! help_lost "$log"; then
             why="no help message naming coll_ofi_max_mappings (and mpirun received none that it dropped)"
         fi
-        [[ -z $why ]] && served="$held communicators alive at once, every value right: $fits served by coll/ofi within $budget mappings beside MPI_COMM_WORLD, $nrefused by the previous component; $later more after freeing, all served"
+        [[ -z $why ]] && served="$held communicators alive at once, every value right: $fits served by coll/ofi within $budget mappings ($per each) beside MPI_COMM_WORLD, $nrefused by the previous component; $later more after freeing, all served; rank 0's memory ${perkib:-?} per communicator"
         ;;
     mt)
         # the four duplicates (communicators other than 0), each served
