@@ -126,7 +126,7 @@ compile() { # prog
         build regexpose "$tests/faults/regexpose.c" \
             "-I${inc:-/usr/lib/x86_64-linux-gnu/openmpi/include/openmpi}" -lopen-pal
         ;;
-    pingpong | flood | mixed | late | match | coll | stream)
+    pingpong | flood | mixed | late | match | coll | stream | spawn)
         build "$1" "$tests/twosided/$1.c" "$tests/twosided/ts.h"
         ;;
     dynhosts | busy | rails | roundtrip | leave) build "$1" "$tests/hosts/$1.c" ;;

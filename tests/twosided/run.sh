@@ -60,6 +60,13 @@
 #                        puts from the senders (rxd's own writes stalled
 #                        there); every sender's put count must cover its
 #                        messages
+#   spawn:PROV:NP        tests/bin/spawn: NP ranks spawn 2 more
+#                        (MPI_Comm_spawn; btl/ofi adds them as peers after
+#                        start-up) and merge with them: ring exchanges of 0
+#                        B to 1 MiB, bcast/allreduce/reduce/barrier and a
+#                        fence epoch of puts and accumulates on the merged
+#                        communicator, every byte and value checked; every
+#                        rank's btl/ofi send and put counts must grow
 #   jobs:PROV:COUNT      COUNT short jobs back to back (tests/bin/mixed
 #                        -rounds 2 on 2 ranks: init, one- and two-sided
 #                        traffic, finalize); every one must pass
@@ -67,7 +74,7 @@
 # Matrix: every provider: pingpong with eager, send, get and put; flood,
 # coll, match and mixed with 4 ranks; coll also with 3 ranks (odd rank
 # counts take other collective algorithms); flood with 2; late and
-# lateget with 4; stream with 2.
+# lateget with 4; stream with 2; spawn with 2 (4 after the spawn).
 # BTL_OFI_FULL=1 adds jobs on sockets and shm, BTL_OFI_JOBS each (default
 # 200; tests/faults/run.sh runs 20 back-to-back jobs on every provider by
 # default).
@@ -107,6 +114,7 @@ list_cases() {
         echo "lateget:$p:4"
         echo "lateput:$p:4"
         echo "stream:$p:2"
+        echo "spawn:$p:2"
         # (tests/faults/run.sh runs back-to-back jobs on every provider)
         if [[ ${BTL_OFI_FULL:-0} == 1 ]] && [[ $prov == shm || $prov == sockets ]]; then
             echo "jobs:$p:$njobs"
@@ -146,7 +154,7 @@ run_case() {
 
     case $group in
     pingpong) label="twosided $prov pingpong $a" ;;
-    flood | coll | match | mixed | late | lateget | lateput | stream) label="twosided $prov $group np=$a" ;;
+    flood | coll | match | mixed | late | lateget | lateput | stream | spawn) label="twosided $prov $group np=$a" ;;
     jobs) label="twosided $prov $a back-to-back jobs" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -200,7 +208,7 @@ run_case() {
         check_result "$label" "$log" "$rc" pingpong "$t0" \
             "$(counters_of "$log")"
         ;;
-    flood | coll | match | mixed | late | stream)
+    flood | coll | match | mixed | late | stream | spawn)
         # stream: receivers that give the core away let the root run
         # further ahead (as in a job with more ranks than cores)
         [[ $group == stream ]] && sel+=(--mca mpi_yield_when_idle 1)
