@@ -167,9 +167,8 @@ enum {
      * socket drops datagrams (flooded), completes with only its first 120
      * bytes in place, or never: puts and gets go as one-datagram messages */
     MCA_BTL_OFI_QUIRK_RMA = 0x20,
-    /* with manual data progress, an injected message waits in the
-     * provider's transmit queue until the provider is driven again
-     * (sockets), and nothing of ours brings its sender back for it */
+    /* with manual data progress, a message waits in the provider's
+     * transmit queue until the provider is driven again (sockets) */
     MCA_BTL_OFI_QUIRK_INJECT_QUEUED = 0x40,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);

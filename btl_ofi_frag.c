@@ -129,6 +129,17 @@ mca_btl_base_descriptor_t *mca_btl_ofi_prepare_src(mca_btl_base_module_t *btl,
 }
 
 /* Send FRAG's LEN bytes to its endpoint (context lock held). */
+/* After a message is posted where the provider only queues it until it
+ * is driven (module->kick): one pass of its engine, which writes it to
+ * its socket and takes no completion of ours (a zero-count read). The
+ * context lock is held. */
+static inline void mca_btl_ofi_kick(mca_btl_ofi_context_t *context)
+{
+    if (OPAL_UNLIKELY(context->module->kick)) {
+        (void) fi_cq_read(context->cq, NULL, 0);
+    }
+}
+
 static inline ssize_t mca_btl_ofi_frag_fi_send(mca_btl_ofi_context_t *context,
                                                mca_btl_ofi_frag_t *frag, size_t len)
 {
@@ -156,6 +167,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
     }
     rc = mca_btl_ofi_frag_fi_send(context, frag, len);
     if (OPAL_LIKELY(0 == rc)) {
+        mca_btl_ofi_kick(context);
         /* under the lock, so its completion cannot be read before this */
         mca_btl_ofi_frag_inflight(context, frag->endpoint, frag, 1);
         context->counters.send_count++;
@@ -372,7 +384,7 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     mca_btl_ofi_context_t *context = frag->context;
     mca_btl_ofi_module_t *module = frag->home;
     mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
-    uint32_t flags = frag->base.des_flags; /* the callback may free the frag */
+    uint32_t flags = frag->base.des_flags;             /* the callback may free the frag */
     bool ack = MCA_BTL_OFI_MSG_ACK == frag->hdr->type; /* and its header */
     mca_btl_ofi_frag_t *keep = NULL;
 
@@ -624,7 +636,9 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
     frag->context = context;
     mca_btl_ofi_frag_inflight(context, endpoint, frag, 1);
     rc = mca_btl_ofi_frag_fi_send(context, frag, len);
-    if (OPAL_UNLIKELY(0 != rc)) {
+    if (OPAL_LIKELY(0 == rc)) {
+        mca_btl_ofi_kick(context);
+    } else {
         mca_btl_ofi_frag_inflight(context, endpoint, frag, -1);
         opal_free_list_return(&module->frags, &frag->base.super);
     }
@@ -639,8 +653,8 @@ static ssize_t mca_btl_ofi_msg_post_locked(mca_btl_ofi_context_t *context,
  * the link itself (its stall probes count messages not acknowledged),
  * and failover acknowledges again. So its failure names no peer and ends
  * nothing: said at trace level. True when HDR is one. */
-bool mca_btl_ofi_ack_failed(const mca_btl_ofi_msg_hdr_t *hdr, const mca_btl_ofi_endpoint_t *endpoint,
-                            const char *why)
+bool mca_btl_ofi_ack_failed(const mca_btl_ofi_msg_hdr_t *hdr,
+                            const mca_btl_ofi_endpoint_t *endpoint, const char *why)
 {
     if (MCA_BTL_OFI_MSG_ACK != hdr->type) {
         return false;

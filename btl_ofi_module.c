@@ -862,24 +862,25 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
         module->multi_recv_size =
             mca_btl_ofi_max((size_t) component->multi_recv_size, 2 * module->msg_size);
     }
-    /* 0: every message goes by fi_send from a descriptor. Where an
-     * injected message stays queued until the provider is driven
-     * (sockets with manual progress), MPI_Send returned with its message
-     * still there, and a sender that then waited outside our progress
-     * held its peer forever: Open MPI's own MPI_Comm_spawn broadcasts,
-     * then waits in PMIx_Connect, and the spawn hung (tests/twosided
-     * spawn). A message with a completion is waited for (MPI_Send returns
-     * once the provider wrote it to its socket, as btl/tcp's once the
-     * kernel has it). Driving the provider after each injection instead
-     * was tried: the sockets engine then took the transmit queue in so fast
-     * that both ends of a stream of broadcasts filled their engine with
-     * sends and stopped reading (tests/twosided stream hung). Cost: an 8 B
-     * ping-pong 7.5 -> 9.6 us on sockets. */
-    module->inject_size = ((quirks & MCA_BTL_OFI_QUIRK_INJECT)
-                           || ((quirks & MCA_BTL_OFI_QUIRK_INJECT_QUEUED)
-                               && FI_PROGRESS_MANUAL == info->domain_attr->data_progress))
-                              ? 0
-                              : info->tx_attr->inject_size;
+    /* Where the provider only queues what it is given until it is driven
+     * (sockets with manual progress), a message must leave while its
+     * sender is still in our code: Open MPI's own MPI_Comm_spawn
+     * broadcasts, then waits in PMIx_Connect without driving anything, and
+     * the spawn hung with the broadcast's messages still queued
+     * (tests/twosided spawn). So nothing is injected there (MPI_Send returns
+     * once the provider reports the message written to its socket, as
+     * btl/tcp's once the kernel has it; 8 B ping-pong 7.5 -> 9.6 us), and
+     * the provider is driven once after each message posted
+     * (mca_btl_ofi_kick), so that one nobody waits for (coll/ofi's,
+     * ob1's acknowledgements) leaves at once too (spawncoll). Driving it
+     * after injections instead hung tests/twosided stream: injections are
+     * not bounded by our transmit queue, and both ends' engines filled
+     * with sends and stopped reading. */
+    module->kick = (quirks & MCA_BTL_OFI_QUIRK_INJECT_QUEUED)
+                   && FI_PROGRESS_MANUAL == info->domain_attr->data_progress;
+    /* 0: every message goes by fi_send from a descriptor */
+    module->inject_size =
+        ((quirks & MCA_BTL_OFI_QUIRK_INJECT) || module->kick) ? 0 : info->tx_attr->inject_size;
     return two_sided;
 }
 

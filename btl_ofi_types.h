@@ -354,6 +354,9 @@ typedef struct mca_btl_ofi_module_t {
     size_t rma_chunk;  /* data bytes one such message carries */
     size_t msg_size;
     size_t inject_size;
+    /* drive the provider once after each message posted: it only queues
+     * them until driven (MCA_BTL_OFI_QUIRK_INJECT_QUEUED, mca_btl_ofi_kick) */
+    bool kick;
     int64_t tx_limit; /* operations in flight per context (tx queue size) */
     /* bytes of one FI_MULTI_RECV buffer, 0 when receives use single buffers */
     size_t multi_recv_size;
