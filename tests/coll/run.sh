@@ -79,6 +79,16 @@
 #                              communicator and rank, and the job was
 #                              killed for lack of memory (24 GiB here).
 #                              Both show rank 0's memory per communicator
+#   coll:shm:4:detached        tests/coll/colldetached.c: after each
+#   coll:vader:4:detached      collective (bcast 8 B-1 MiB and reduce from
+#                              every root, allreduce, barrier) every rank
+#                              leaves MPI and waits, out of MPI, for all
+#                              ranks to have returned: none may need
+#                              another's later MPI call to complete (Open
+#                              MPI's MPI_Comm_spawn broadcasts, then waits
+#                              in PMIx_Connect). With local peers mapped
+#                              (the default); across the btl's messages
+#                              not yet (README, Known limits)
 #   coll:PROV:NP:mt            tests/coll/colltest_mt.c: MPI_THREAD_MULTIPLE,
 #                              4 threads per rank, each running bcast,
 #                              allreduce, reduce and barrier on its own
@@ -123,6 +133,8 @@ list_cases() {
     echo "coll:shm:4:mappings"
     echo "coll:shm:4:manycomm"
     echo "coll:tcp+ofi_rxm:2:manycomm"
+    echo "coll:shm:4:detached"
+    echo "coll:vader:4:detached"
     echo "coll:shm:4:mt"
     echo "coll:tcp+ofi_rxm:2:mt"
     echo "coll:vader:4:mt"
@@ -142,7 +154,7 @@ component_path() {
 mkdir -p "$bindir" "$logdir"
 build_colltest() {
     local p
-    for p in colltest colltest_mt collmany; do
+    for p in colltest colltest_mt collmany colldetached; do
         [[ -x $bindir/$p && $bindir/$p -nt $here/$p.c ]] && continue
         mpicc -O2 -Wall -pthread -o "$bindir/$p" "$here/$p.c" >"$logdir/compile-$p.log" 2>&1 || return 1
     done
@@ -243,7 +255,7 @@ run_case() {
     chunked | nozc) sel+=(--mca coll_ofi_zcopy_size 0) ;;
     badfanout) sel+=(--mca coll_ofi_fanout 0 "${HELP_TRACE[@]}") ;;
     esac
-    local cprog='' pargs='' own=0
+    local cprog='' pargs='' own=0 marks=''
     # 4 threads per rank on 2 cores: yield when idle, as an oversubscribed
     # job should (spinning, the tcp;ofi_rxm case took 44 s instead of 1)
     [[ $b == mt ]] && cprog=$bindir/colltest_mt pargs="4 200" own=1 sel+=(--mca mpi_yield_when_idle 1)
@@ -252,12 +264,21 @@ run_case() {
     case $b in
     mappings) cprog=$bindir/collmany pargs="30 9" own=1 budget=40 held=30 sel+=(--mca coll_ofi_max_mappings 40 "${HELP_TRACE[@]}") ;;
     manycomm) cprog=$bindir/collmany pargs="20000 0" own=1 sel+=(--mca mpi_yield_when_idle 1) ;;
+    detached)
+        # the ranks' marker files (no MPI in the waits between steps)
+        marks=$(mktemp -d) || {
+            report FAIL "$label" 0 "mktemp -d failed"
+            return
+        }
+        cprog=$bindir/colldetached pargs=$marks own=1
+        ;;
     esac
     local before left
     before=$(shm_files)
     coll_wrap=("${wrap[@]}")
     EXPECT_BTL=$btl COLL_PROG=$cprog COLL_ARGS=$pargs coll_job "$log" "$a" "${sel[@]}"
     rc=$?
+    [[ -n $marks ]] && rm -rf "$marks"
     why=""
     # coll/ofi removes a block's name once the local peers mapped it, and
     # btl/ofi its shm endpoints' names at close or exit, even when the
@@ -352,6 +373,13 @@ run_case() {
             why="no help message naming coll_ofi_max_mappings (and mpirun received none that it dropped)"
         fi
         [[ -z $why ]] && served="$held communicators alive at once, every value right: $fits served by coll/ofi within $budget mappings ($per each) beside MPI_COMM_WORLD, $nrefused by the previous component; $later more after freeing, all served; rank 0's memory ${perkib:-?} per communicator"
+        ;;
+    detached)
+        if [[ -z $why ]] && ! grep -q "^OK colldetached: 43 steps on $a ranks" "$log"; then
+            why="no OK line from colldetached"
+        fi
+        [[ -z $why ]] && why=$(not_served "$log" "$a" "$btl")
+        [[ -z $why ]] && served="$(grep -m1 -o 'OK colldetached: .*' "$log" | cut -c18-), served by coll/ofi; $mapped peers through shared memory"
         ;;
     mt)
         # the four duplicates (communicators other than 0), each served
