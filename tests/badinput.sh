@@ -141,6 +141,7 @@ run_case() {
     # shellcheck disable=SC2086 # args is a list of words
     timeout -k 10 "$tmo" "$ofirun" -np 2 $args "${HELP_TRACE[@]}" "$bindir/hello" </dev/null >"$out" 2>"$err"
     rc=$?
+    text_only "$out" "$err"
     {
         echo "\$ scripts/ofirun -np 2 $args tests/bin/hello   (exit $rc)"
         echo "== stdout"
