@@ -163,6 +163,11 @@ typedef struct mca_btl_ofi_context_t {
      * progress once it finds all five empty. One test instead of five per
      * progress call */
     bool parked;
+    /* with locking on: a thread is running the callbacks of completions
+     * it read here (outside the lock). No other thread reads this queue
+     * meanwhile: callbacks of one context run in the order the provider
+     * completed them (see mca_btl_ofi_context_progress) */
+    bool delivering;
     /* puts of at least this many bytes carry remote completion data
      * (fi_writedata): SIZE_MAX where the provider has none or
      * btl_ofi_put_notify_size is 0 (copied from the module: the put path
