@@ -255,6 +255,9 @@ typedef struct mca_coll_ofi_module_t {
      * mapped go as btl active messages (coll_ofi_am.c) */
     bool am;
     size_t am_max;
+    /* per rank: a message to it has completed (through the btl), so its
+     * connection is up and the next ones leave when posted (coll_ofi_am.c) */
+    bool *am_met;
     size_t block_size;
     mca_btl_base_registration_handle_t *handle;
     size_t off_ready, off_credit, off_src, off_rdone, off_bounce, off_small, off_gather, off_ring,
@@ -354,9 +357,11 @@ void mca_coll_ofi_am_attach(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_am_detach(mca_coll_ofi_module_t *m);
 void mca_coll_ofi_am_fini(void);
 /* LEN bytes of DATA to DATA_OFF of PEER's block, then VALUE into its flag
- * at FLAG_OFF (kept if larger), in one message */
+ * at FLAG_OFF (kept if larger), in one message. HINT: PEER may be out of
+ * MPI and nothing of this call waits for it (a root's count told):
+ * never waited for, even as the first message to PEER */
 int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, size_t data_off,
-                         size_t len, size_t flag_off, uint64_t value);
+                         size_t len, size_t flag_off, uint64_t value, bool hint);
 
 /* cache: set-up, teardown and the RDMA primitives */
 int mca_coll_ofi_cache_ready(mca_coll_ofi_module_t *m);

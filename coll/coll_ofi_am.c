@@ -97,6 +97,17 @@ static void mca_coll_ofi_am_sent(mca_btl_base_module_t *btl,
     (void) status;
 }
 
+/* the first message to a peer: its sender waits for this */
+static void mca_coll_ofi_am_first_sent(mca_btl_base_module_t *btl,
+                                       struct mca_btl_base_endpoint_t *endpoint,
+                                       mca_btl_base_descriptor_t *des, int status)
+{
+    (void) btl;
+    (void) endpoint;
+    (void) status; /* a failure is the btl's to report (the peer named) */
+    __atomic_store_n((int *) des->des_cbdata, 1, __ATOMIC_RELEASE);
+}
+
 /* Register the tag once per process; whether messages can be used. */
 static bool mca_coll_ofi_am_register(void)
 {
@@ -132,7 +143,11 @@ void mca_coll_ofi_am_attach(mca_coll_ofi_module_t *m)
         || btl->btl_eager_limit < hdr + sizeof(uint64_t) || !mca_coll_ofi_am_register()) {
         return;
     }
-    if (OPAL_SUCCESS != opal_pointer_array_set_item(&mca_coll_ofi_am_modules, (int) m->cid, m)) {
+    m->am_met = calloc((size_t) m->size, sizeof(*m->am_met));
+    if (NULL == m->am_met
+        || OPAL_SUCCESS != opal_pointer_array_set_item(&mca_coll_ofi_am_modules, (int) m->cid, m)) {
+        free(m->am_met);
+        m->am_met = NULL;
         return;
     }
     m->am = true;
@@ -145,6 +160,8 @@ void mca_coll_ofi_am_detach(mca_coll_ofi_module_t *m)
         (void) opal_pointer_array_set_item(&mca_coll_ofi_am_modules, (int) m->cid, NULL);
         m->am = false;
     }
+    free(m->am_met);
+    m->am_met = NULL;
 }
 
 void mca_coll_ofi_am_fini(void)
@@ -161,7 +178,7 @@ void mca_coll_ofi_am_fini(void)
 }
 
 int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, size_t data_off,
-                         size_t len, size_t flag_off, uint64_t value)
+                         size_t len, size_t flag_off, uint64_t value, bool hint)
 {
     mca_btl_base_module_t *btl = m->btl;
     mca_coll_ofi_am_hdr_t hdr = {.cid = m->cid,
@@ -171,6 +188,21 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
                                  .flag_off = flag_off,
                                  .value = value};
     mca_btl_base_descriptor_t *des;
+    /* The first message to PEER waits for its completion. Our messages
+     * are not waited for, and one the provider refuses for the moment
+     * stays queued in the btl until this process drives it again; the
+     * first to a peer is refused while the provider sets the connection
+     * up, which takes both sides' progress (shm, ofi_rxm, ofi_rxd). A
+     * caller that left MPI after the collective (Open MPI's
+     * MPI_Comm_spawn: a broadcast, then PMIx_Connect) held its peers
+     * there forever (tests/coll colldetached without shared memory: the
+     * first broadcast from rank 1 of 4, every provider). The peer is in
+     * this collective, so it progresses; once met, later messages go
+     * when posted. Not a hint: its peer may have left MPI and wait for
+     * us outside it; a hint left queued is posted by our next progress,
+     * at the latest in the next collective, the first that waits for it. */
+    const bool first = !hint && !m->am_met[peer];
+    volatile int sent = 0;
     int rc;
 
     /* the receiver's number for its module, from the directory */
@@ -187,8 +219,11 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
         memcpy((char *) des->des_segments[0].seg_addr.pval + sizeof(hdr), data, len);
     }
     des->des_segments[0].seg_len = sizeof(hdr) + len;
-    des->des_cbfunc = mca_coll_ofi_am_sent;
-    des->des_cbdata = NULL;
+    des->des_cbfunc = first ? mca_coll_ofi_am_first_sent : mca_coll_ofi_am_sent;
+    des->des_cbdata = first ? (void *) &sent : NULL;
+    if (first) {
+        des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
+    }
     /* as for RDMA (MCA_COLL_OFI_ISSUE): failing the collective on such an
      * answer ended a job with MPI_ERR_OTHER before the dead rank was named
      * (faults death coll, tcp;ofi_rxm, once in a CI run). The descriptor
@@ -204,6 +239,13 @@ int mca_coll_ofi_am_send(mca_coll_ofi_module_t *m, int peer, const void *data, s
                     "failed (%d); the collective returns an error",
                     m->cid, m->rank, peer, btl->btl_component->btl_version.mca_component_name, rc);
         return OMPI_ERROR;
+    }
+    if (first) {
+        /* 1: sent at once, and no callback comes */
+        while (1 != rc && !__atomic_load_n(&sent, __ATOMIC_ACQUIRE)) {
+            opal_progress();
+        }
+        m->am_met[peer] = true;
     }
     return OMPI_SUCCESS;
 }

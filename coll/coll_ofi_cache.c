@@ -906,7 +906,7 @@ int mca_coll_ofi_signal_at(mca_coll_ofi_module_t *m, int peer, size_t remote_off
     }
     if (m->am) {
         /* every flag to this peer by message (coll_ofi_am.c) */
-        return mca_coll_ofi_am_send(m, peer, NULL, 0, 0, remote_off, value);
+        return mca_coll_ofi_am_send(m, peer, NULL, 0, 0, remote_off, value, false);
     }
     if (__atomic_load_n(&m->pending, __ATOMIC_ACQUIRE) > 0) {
         rc = mca_coll_ofi_complete(m);
@@ -935,7 +935,7 @@ int mca_coll_ofi_post_signal(mca_coll_ofi_module_t *m, int peer, void *local, si
     int rc;
 
     if (NULL == m->peer_map[peer] && m->am && len <= m->am_max) {
-        return mca_coll_ofi_am_send(m, peer, local, data_off, len, flag_off, value);
+        return mca_coll_ofi_am_send(m, peer, local, data_off, len, flag_off, value, false);
     }
     rc = mca_coll_ofi_flush(m, peer);
     return (OMPI_SUCCESS == rc) ? mca_coll_ofi_signal_at(m, peer, flag_off, value) : rc;
@@ -998,7 +998,11 @@ int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, int root, uint64_t done)
     }
     m->n_told++;
     for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
-        if (p != m->rank) {
+        if (p != m->rank && NULL == m->peer_map[p]) {
+            /* a hint: the rank may have left MPI (mca_coll_ofi_am_send) */
+            rc = mca_coll_ofi_am_send(
+                m, p, NULL, 0, 0, m->off_rdone + (size_t) m->rank * sizeof(uint64_t), done, true);
+        } else if (p != m->rank) {
             rc = mca_coll_ofi_signal(m, p, m->off_rdone, done);
         }
     }

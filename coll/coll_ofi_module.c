@@ -44,6 +44,7 @@ static void mca_coll_ofi_module_construct(mca_coll_ofi_module_t *m)
     m->all_local = false;
     m->am = false;
     m->am_max = 0;
+    m->am_met = NULL;
     m->n_cma = 0;
     m->n_grouped = 0;
     m->n_flat = m->n_shared_barrier = m->n_told = m->n_count_read = 0;

@@ -16,7 +16,9 @@
  * through the communicator's collectives and then waits in PMIx_Connect,
  * without progress; with coll/ofi on shm and no shared memory the spawn
  * hung there (MPI_Bcast of 8 B and 1 KB: the other ranks got the root's
- * message only when the root called MPI again).
+ * message only when the root called MPI again), and on every provider
+ * without shared memory the first message to a peer waited for the
+ * provider's connection, which needs the sender's progress.
  *
  * Steps: MPI_Bcast of 8 B, 1000 B, 3000 B, 8000 B, 30,000 B, 200,000 B
  * and 1 MiB from every root; MPI_Reduce (sum of longs) of 1, 1,000 and

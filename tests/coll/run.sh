@@ -79,16 +79,20 @@
 #                              communicator and rank, and the job was
 #                              killed for lack of memory (24 GiB here).
 #                              Both show rank 0's memory per communicator
-#   coll:shm:4:detached        tests/coll/colldetached.c: after each
-#   coll:vader:4:detached      collective (bcast 8 B-1 MiB and reduce from
+#   coll:PROV:4:detached       tests/coll/colldetached.c: after each
+#                              collective (bcast 8 B-1 MiB and reduce from
 #                              every root, allreduce, barrier) every rank
 #                              leaves MPI and waits, out of MPI, for all
 #                              ranks to have returned: none may need
 #                              another's later MPI call to complete (Open
 #                              MPI's MPI_Comm_spawn broadcasts, then waits
-#                              in PMIx_Connect). With local peers mapped
-#                              (the default); across the btl's messages
-#                              not yet (README, Known limits)
+#                              in PMIx_Connect). Every provider (the
+#                              network ones without shared memory, as
+#                              above), vader, and shm:4:detachedbtl (shm
+#                              with coll_ofi_shared_memory 0). Without
+#                              shared memory it hung at the first message
+#                              to a peer on every provider, and on shm at
+#                              a root's 8 B broadcast
 #   coll:PROV:NP:mt            tests/coll/colltest_mt.c: MPI_THREAD_MULTIPLE,
 #                              4 threads per rank, each running bcast,
 #                              allreduce, reduce and barrier on its own
@@ -133,7 +137,10 @@ list_cases() {
     echo "coll:shm:4:mappings"
     echo "coll:shm:4:manycomm"
     echo "coll:tcp+ofi_rxm:2:manycomm"
-    echo "coll:shm:4:detached"
+    for p in $PROVIDERS; do
+        echo "coll:${p//;/+}:4:detached"
+    done
+    echo "coll:shm:4:detachedbtl"
     echo "coll:vader:4:detached"
     echo "coll:shm:4:mt"
     echo "coll:tcp+ofi_rxm:2:mt"
@@ -237,7 +244,7 @@ run_case() {
         # back); every peer through the btl
         wrap=(unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm && exec "$@"' sh)
         mapped=0
-    elif [[ $b == btlonly || $b == cache0 || $b == chunked || ($pname != shm && $pname != vader && $pname != tcp) ]]; then
+    elif [[ $b == btlonly || $b == cache0 || $b == chunked || $b == detachedbtl || ($pname != shm && $pname != vader && $pname != tcp) ]]; then
         sel+=(--mca coll_ofi_shared_memory 0)
         mapped=0
     fi
@@ -264,7 +271,7 @@ run_case() {
     case $b in
     mappings) cprog=$bindir/collmany pargs="30 9" own=1 budget=40 held=30 sel+=(--mca coll_ofi_max_mappings 40 "${HELP_TRACE[@]}") ;;
     manycomm) cprog=$bindir/collmany pargs="20000 0" own=1 sel+=(--mca mpi_yield_when_idle 1) ;;
-    detached)
+    detached | detachedbtl)
         # the ranks' marker files (no MPI in the waits between steps)
         marks=$(mktemp -d) || {
             report FAIL "$label" 0 "mktemp -d failed"
@@ -374,7 +381,7 @@ run_case() {
         fi
         [[ -z $why ]] && served="$held communicators alive at once, every value right: $fits served by coll/ofi within $budget mappings ($per each) beside MPI_COMM_WORLD, $nrefused by the previous component; $later more after freeing, all served; rank 0's memory ${perkib:-?} per communicator"
         ;;
-    detached)
+    detached | detachedbtl)
         if [[ -z $why ]] && ! grep -q "^OK colldetached: 43 steps on $a ranks" "$log"; then
             why="no OK line from colldetached"
         fi

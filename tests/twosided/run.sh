@@ -72,13 +72,12 @@
 #                        broadcasts through coll/ofi's messages, then waits
 #                        in PMIx_Connect without progress (it hung on
 #                        sockets while the messages stayed queued there);
-#                        coll/ofi must serve the merged communicator. Not
-#                        on shm: a known limit (README, Known limits: shm
-#                        moves a message larger than its inline size in
-#                        pieces driven by the sender, and the spawn hangs
-#                        there with coll/ofi's messages; the default,
-#                        coll_ofi_shared_memory 1, maps local peers and
-#                        sends none)
+#                        coll/ofi must serve the merged communicator. On
+#                        shm it hung too: btl_send handed coll/ofi's
+#                        messages to fi_send, whose protocol there needs
+#                        the sender again, and the first message to a
+#                        peer waits for the provider's connection (now
+#                        injected, and the first one waited for)
 #   jobs:PROV:COUNT      COUNT short jobs back to back (tests/bin/mixed
 #                        -rounds 2 on 2 ranks: init, one- and two-sided
 #                        traffic, finalize); every one must pass
@@ -127,7 +126,7 @@ list_cases() {
         echo "lateput:$p:4"
         echo "stream:$p:2"
         echo "spawn:$p:2"
-        [[ $prov != shm ]] && echo "spawncoll:$p:2"
+        echo "spawncoll:$p:2"
         # (tests/faults/run.sh runs back-to-back jobs on every provider)
         if [[ ${BTL_OFI_FULL:-0} == 1 ]] && [[ $prov == shm || $prov == sockets ]]; then
             echo "jobs:$p:$njobs"
