@@ -961,7 +961,7 @@ static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
 {
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                         "provider %s domain %s: %d context(s) on %s, %s progress, mr_mode %s%s, "
-                        "key size %zu, atomic flags 0x%x%s%s",
+                        "key size %zu, atomic flags 0x%x%s%s, messages injected up to %zu bytes",
                         info->fabric_attr->prov_name, info->domain_attr->name, count,
                         use_sep ? "a scalable endpoint" : "plain endpoints",
                         FI_PROGRESS_MANUAL == info->domain_attr->data_progress ? "manual" : "auto",
@@ -969,7 +969,8 @@ static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
                         module->prov_key ? " with provider keys" : " with requested keys",
                         info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
                         module->amo_emulated ? " (emulated by the target)" : "",
-                        module->rma_emulated ? ", puts and gets as messages" : "");
+                        module->rma_emulated ? ", puts and gets as messages" : "",
+                        module->inject_size);
     if (module->rma_emulated) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                             "provider %s: puts and gets carried as messages of %zu data bytes "

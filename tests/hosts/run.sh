@@ -94,6 +94,13 @@
 #   coll:PROV                tests/coll/colltest.c with coll/ofi raised
 #                            (coll_ofi_priority 90) over ofi,self: every
 #                            result checked, coll/ofi must serve
+#   colldetached:PROV        tests/coll/colldetached.c the same way: after
+#                            each collective every rank leaves MPI and
+#                            waits for the others outside it (marker files
+#                            in a directory both hosts see); none may need
+#                            another's later MPI call, across the hosts
+#                            too (the first message to a peer waits for
+#                            the provider's connection)
 #   lost:PROV:MODE:FAULT     tests/bin/death MODE (rma|msg) with the
 #                            victim on h2, then FAULT: rank (the victim,
 #                            rank 3, SIGKILLed; its host lives on), kill
@@ -149,6 +156,7 @@ list_cases() {
         echo "threads:$p"
         echo "roundtrip:$p"
         echo "coll:$p"
+        echo "colldetached:$p"
         echo "dynchurn:$p"
         for m in rma msg; do
             # (udp;ofi_rxd msg: the victim, flooded while it still starts,
@@ -644,6 +652,7 @@ run_case() {
     threads) label="hosts $prov threads N=2 T=4" ;;
     roundtrip) label="hosts $prov roundtrip: 4000 x put, get, fop, cas, acc + flush, ranks on one core" ;;
     coll) label="hosts $prov coll/ofi" ;;
+    colldetached) label="hosts $prov coll/ofi, ranks out of MPI after each collective" ;;
     shm) label="hosts shm ${pname//+/,} across hosts" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -768,6 +777,34 @@ run_case() {
             report FAIL "$label" $((SECONDS - t0)) "rank 0, root of small reductions, never told the other ranks its done count: $served" "$log"
         else
             report PASS "$label" $((SECONDS - t0)) "$served; 1 peer on the same host through shared memory, 2 through the btl (flags and small payloads as messages), small reductions across the hosts once per node"
+        fi
+        ;;
+    colldetached)
+        if ! mpicc -O2 -Wall -o "$bindir/colldetached" "$tests/coll/colldetached.c" >>"$log" 2>&1; then
+            report FAIL "$label" 0 "compiling colldetached failed" "$log"
+            return
+        fi
+        local marks
+        marks=$(mktemp -d) || {
+            report FAIL "$label" 0 "mktemp -d failed"
+            return
+        }
+        hosts_job "$log" "$test_timeout" ofi,self "$prov" --mca coll_ofi_priority 90 \
+            --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/colldetached" "$marks"
+        rc=$?
+        rm -rf "$marks"
+        if ((rc == 124 || rc == 137)); then
+            report FAIL "$label" $((SECONDS - t0)) "timed out after ${test_timeout}s (hang?)" "$log"
+        elif [[ -n $(crash_of "$log") ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
+        elif ((rc != 0)) || ! grep -q '^OK colldetached: 43 steps on 4 ranks' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")" "$log"
+        elif ! grep -q 'btl/ofi: candidate .* taken (rail 0)' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "no proof that our btl/ofi ran (its verbose selection line)" "$log"
+        elif ! grep -q 'coll:ofi: serving communicator 0 with 4 ranks over btl ofi (rank 0, .*, 1 peers through shared memory' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "coll/ofi did not serve MPI_COMM_WORLD with its one peer on the same host mapped" "$log"
+        else
+            report PASS "$label" $((SECONDS - t0)) "$(grep -m1 -o 'OK colldetached: .*' "$log" | cut -c18-); 1 peer on the same host through shared memory, 2 through the btl"
         fi
         ;;
     busy)
