@@ -240,6 +240,22 @@ hosts_job() { # log secs btls prov args...
         --mca btl_ofi_provider_include "$prov" "$@"
 }
 
+# why a coll/ofi job across the hosts fails the checks every such job
+# has (a hang, a crash, no line matching OKRE, no proof that our btl/ofi
+# ran), or nothing
+coll_common_why() { # log rc okre
+    local log=$1 rc=$2 okre=$3
+    if ((rc == 124 || rc == 137)); then
+        echo "timed out after ${test_timeout}s (hang?)"
+    elif [[ -n $(crash_of "$log") ]]; then
+        echo "crash: $(crash_of "$log")"
+    elif ((rc != 0)) || ! grep -q "$okre" "$log"; then
+        echo "exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")"
+    elif ! grep -q 'btl/ofi: candidate .* taken (rail 0)' "$log"; then
+        echo "no proof that our btl/ofi ran (its verbose selection line)"
+    fi
+}
+
 judge_job() { # label log rc prog t0 [note]
     local label=$1 log=$2 rc=$3 prog=$4 t0=$5 note=${6:-} crash
     crash=$(crash_of "$log")
@@ -752,14 +768,9 @@ run_case() {
         rc=$?
         local served
         served=$(grep -m1 'coll:ofi: communicator 0 rank 0: served' "$log" | sed 's/.*: served/served/')
-        if ((rc == 124 || rc == 137)); then
-            report FAIL "$label" $((SECONDS - t0)) "timed out after ${test_timeout}s (hang?)" "$log"
-        elif [[ -n $(crash_of "$log") ]]; then
-            report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
-        elif ((rc != 0)) || ! grep -q '^colltest: all checks passed on 4 ranks' "$log"; then
-            report FAIL "$label" $((SECONDS - t0)) "exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")" "$log"
-        elif ! grep -q 'btl/ofi: candidate .* taken (rail 0)' "$log"; then
-            report FAIL "$label" $((SECONDS - t0)) "no proof that our btl/ofi ran (its verbose selection line)" "$log"
+        why=$(coll_common_why "$log" "$rc" '^colltest: all checks passed on 4 ranks')
+        if [[ -n $why ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
         elif ! grep -q 'coll:ofi: serving communicator 0 with 4 ranks over btl ofi' "$log" || [[ -z $served ]]; then
             report FAIL "$label" $((SECONDS - t0)) "coll/ofi did not serve MPI_COMM_WORLD over btl ofi" "$log"
         elif ! grep -q 'coll:ofi: serving communicator 0 with 4 ranks over btl ofi (rank 0, .*, 1 peers through shared memory, messages of up to [1-9][0-9]* bytes to the others)' "$log"; then
@@ -793,14 +804,9 @@ run_case() {
             --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/colldetached" "$marks"
         rc=$?
         rm -rf "$marks"
-        if ((rc == 124 || rc == 137)); then
-            report FAIL "$label" $((SECONDS - t0)) "timed out after ${test_timeout}s (hang?)" "$log"
-        elif [[ -n $(crash_of "$log") ]]; then
-            report FAIL "$label" $((SECONDS - t0)) "crash: $(crash_of "$log")" "$log"
-        elif ((rc != 0)) || ! grep -q '^OK colldetached: 43 steps on 4 ranks' "$log"; then
-            report FAIL "$label" $((SECONDS - t0)) "exit code $rc: $(grep -m1 '^FAIL' "$log" || first_fail "$log")" "$log"
-        elif ! grep -q 'btl/ofi: candidate .* taken (rail 0)' "$log"; then
-            report FAIL "$label" $((SECONDS - t0)) "no proof that our btl/ofi ran (its verbose selection line)" "$log"
+        why=$(coll_common_why "$log" "$rc" '^OK colldetached: 43 steps on 4 ranks')
+        if [[ -n $why ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
         elif ! grep -q 'coll:ofi: serving communicator 0 with 4 ranks over btl ofi (rank 0, .*, 1 peers through shared memory' "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "coll/ofi did not serve MPI_COMM_WORLD with its one peer on the same host mapped" "$log"
         else
