@@ -241,52 +241,55 @@ int mca_btl_ofi_msg_send_copy(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoi
     return rc;
 }
 
-/* A descriptor whose sender wants no callback, injected where the
- * provider takes it whole at once: 1 (sent; the descriptor released if it
- * is ours), 0 when it must go by fi_send from the descriptor, or an
- * error. Where it is sent matters as much as how fast: a message handed
- * to fi_send may still need its sender to drive the provider after
- * btl_send returned (shm moves it by its segmentation protocol, and
- * refuses a peer's next sends until the previous one's response is
- * read), and a sender that does not wait for it (coll/ofi's messages, a
- * pml's eager send it completes at once) may not come back: Open MPI's
- * MPI_Comm_spawn broadcasts, then waits in PMIx_Connect, and the spawn
- * hung on shm with the broadcast's second message queued here. An
- * injected message is in the peer's memory (shm) or written (the network
- * providers' inject) when fi_inject returns. */
-static int mca_btl_ofi_send_inject(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
-                                   mca_btl_ofi_frag_t *frag)
+/* fi_inject of LEN bytes at BUF to TO on CONTEXT, unless fragments wait
+ * in its send queue (a message goes behind them, through fi_send): 0
+ * (sent and counted), -FI_EAGAIN, or the provider's error. */
+static ssize_t mca_btl_ofi_inject_in_order(mca_btl_ofi_context_t *context, const void *buf,
+                                           size_t len, fi_addr_t to)
 {
-    mca_btl_ofi_module_t *module = context->module;
-    size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
     ssize_t rc = -FI_EAGAIN;
 
-    if (len > module->inject_size || module->track) {
-        return 0;
-    }
     MCA_BTL_OFI_LOCK(&context->lock);
     if (OPAL_LIKELY(opal_list_is_empty(&context->sendq))) {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
-                 ? -FI_EIO
-                 : fi_inject(context->tx, frag->hdr, len, frag->endpoint->addrs[context->index]);
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO
+                                                       : fi_inject(context->tx, buf, len, to);
     }
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
         context->counters.send_bytes += len;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (OPAL_LIKELY(0 == rc)) {
-        if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
-            (void) mca_btl_ofi_free(btl, &frag->base);
-        }
-        return 1;
+    return rc;
+}
+
+/* A descriptor whose sender wants no callback, injected where the
+ * provider takes it whole at once: true when sent (the descriptor
+ * released if it is ours); false when it must go by fi_send from the
+ * descriptor, which also reports a refusal. Where it is sent matters as
+ * much as how fast: a message handed to fi_send may still need its
+ * sender to drive the provider after btl_send returned (shm moves it by
+ * its segmentation protocol, and refuses a peer's next sends until the
+ * previous one's response is read), and a sender that does not wait for
+ * it (coll/ofi's messages, a pml's eager send it completes at once) may
+ * not come back: Open MPI's MPI_Comm_spawn broadcasts, then waits in
+ * PMIx_Connect, and the spawn hung on shm with the broadcast's second
+ * message queued here. An injected message is in the peer's memory (shm)
+ * or written (the network providers' inject) when fi_inject returns. */
+static bool mca_btl_ofi_send_inject(mca_btl_base_module_t *btl, mca_btl_ofi_context_t *context,
+                                    mca_btl_ofi_frag_t *frag)
+{
+    size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+
+    if (len > context->module->inject_size || context->module->track
+        || 0
+               != mca_btl_ofi_inject_in_order(context, frag->hdr, len,
+                                              frag->endpoint->addrs[context->index])) {
+        return false;
     }
-    if (-FI_EAGAIN == rc) {
-        return 0; /* behind the waiting fragments, or later: by fi_send */
+    if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
+        (void) mca_btl_ofi_free(btl, &frag->base);
     }
-    return OPAL_ERR_UNREACH == mca_btl_ofi_post_refused(module, frag->endpoint, "fi_inject", rc)
-               ? OPAL_ERR_UNREACH
-               : 0;
+    return true;
 }
 
 int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
@@ -309,11 +312,9 @@ int mca_btl_ofi_send(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoi
     frag->hdr->origin = mca_btl_ofi_component.my_name;
     frag->endpoint = endpoint;
     frag->context = context;
-    if (!(des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)) {
-        int done = mca_btl_ofi_send_inject(btl, context, frag);
-        if (OPAL_LIKELY(0 != done)) {
-            return done;
-        }
+    if (!(des->des_flags & MCA_BTL_DES_SEND_ALWAYS_CALLBACK)
+        && mca_btl_ofi_send_inject(btl, context, frag)) {
+        return 1; /* sent: no callback comes */
     }
     /* ob1 relies on the callback even when it gave us ownership */
     des->des_flags |= MCA_BTL_DES_SEND_ALWAYS_CALLBACK;
@@ -401,20 +402,8 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
         }
     }
 
-    MCA_BTL_OFI_LOCK(&context->lock);
-    if (OPAL_UNLIKELY(!opal_list_is_empty(&context->sendq))) {
-        /* fragments are waiting: go behind them, through send() */
-        rc = -FI_EAGAIN;
-    } else {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
-                 ? -FI_EIO
-                 : fi_inject(context->tx, buf, len, to->addrs[context->index]);
-    }
-    if (OPAL_LIKELY(0 == rc)) {
-        context->counters.send_count++;
-        context->counters.send_bytes += len;
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
+    /* fragments waiting: -FI_EAGAIN, go behind them through send() */
+    rc = mca_btl_ofi_inject_in_order(context, buf, len, to->addrs[context->index]);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }

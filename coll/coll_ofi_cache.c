@@ -998,13 +998,13 @@ int mca_coll_ofi_gather_done(mca_coll_ofi_module_t *m, int root, uint64_t done)
     }
     m->n_told++;
     for (int p = 0; p < m->size && OMPI_SUCCESS == rc; ++p) {
-        if (p != m->rank && NULL == m->peer_map[p]) {
-            /* a hint: the rank may have left MPI (mca_coll_ofi_am_send) */
-            rc = mca_coll_ofi_am_send(
-                m, p, NULL, 0, 0, m->off_rdone + (size_t) m->rank * sizeof(uint64_t), done, true);
-        } else if (p != m->rank) {
-            rc = mca_coll_ofi_signal(m, p, m->off_rdone, done);
+        if (p == m->rank) {
+            continue;
         }
+        /* by message a hint: the rank may have left MPI (mca_coll_ofi_am_send) */
+        rc = (NULL == m->peer_map[p]) ? mca_coll_ofi_am_send(
+                 m, p, NULL, 0, 0, m->off_rdone + (size_t) m->rank * sizeof(uint64_t), done, true)
+                                      : mca_coll_ofi_signal(m, p, m->off_rdone, done);
     }
     return rc;
 }
