@@ -12,7 +12,9 @@
 #     scripts/ofirun (timeout each), with BTL_OFI_EXPECT_PROVIDER set so
 #     the test checks which provider our component selected; then putget
 #     and canary with 4 ranks and btl_ofi_emulate_rma 1 on every provider
-#     but udp;ofi_rxd (which carries puts and gets as messages anyway);
+#     but udp;ofi_rxd (which carries puts and gets as messages anyway),
+#     and atomics with 4 ranks and osc_rdma_network_max_amo 32 (Open
+#     MPI's default, which osc-rdma/patches 0005 lowers to 1);
 #  4b. twosided: the cases of tests/twosided/run.sh (pml ob1 over btl
 #     ofi,self only: ping-pong with each protocol forced, unexpected-message
 #     flood, collectives, matching/probe/cancel, one- and two-sided mixed),
@@ -256,6 +258,12 @@ run_mpi_test() { # prov np test [emulated | each]
         extra=(--mca btl_ofi_emulate_rma 1 --mca btl_ofi_verbose 5)
         ;;
     each) label+=" (each element attached on its own)" args=(40 each) ;;
+    amo32)
+        # Open MPI's own default: accumulates of up to 32 elements by btl
+        # atomics, all in flight at once (osc-rdma/patches 0004)
+        label+=" (osc_rdma_network_max_amo 32)"
+        extra=(--mca osc_rdma_network_max_amo 32)
+        ;;
     esac
     if [[ ! -x $bindir/$t ]]; then
         fail "$label" 0 "tests/bin/$t was not compiled"
@@ -315,6 +323,7 @@ if ((any_mpi)); then
         # addresses up in them (osc/rdma without patch 0003: MPI_ERR_RMA_RANGE,
         # a get with another region's key, or a hang on shm)
         wanted llist && run_mpi_test "$prov" 4 llist each
+        wanted atomics && run_mpi_test "$prov" 4 atomics amo32
         # the message path of puts and gets, forced where it is not the
         # default (udp;ofi_rxd runs it above): larger pieces than rxd's
         if [[ $prov != "udp;ofi_rxd" ]]; then
