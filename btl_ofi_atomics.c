@@ -187,7 +187,8 @@ static int mca_btl_ofi_atomic_local(mca_btl_ofi_module_t *module, mca_btl_base_e
 
 /*
  * One path for every network atomic: a non-fetching op is a fetching one
- * without a result, a compare-swap one with a second operand; the post
+ * whose old value goes to a scratch word (mca_btl_ofi_rma_post says why),
+ * a compare-swap one with a second operand; the post
  * and the backlog are those of puts and gets (mca_btl_ofi_rma_start).
  * Targets we address directly (no remote handle) are applied here with
  * processor atomics; providers whose atomics we cannot use get a message.

@@ -279,11 +279,10 @@ static bool mca_btl_ofi_send_inject(mca_btl_base_module_t *btl, mca_btl_ofi_cont
                                     mca_btl_ofi_frag_t *frag)
 {
     size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+    fi_addr_t to = frag->endpoint->addrs[context->index];
 
     if (len > context->module->inject_size || context->module->track
-        || 0
-               != mca_btl_ofi_inject_in_order(context, frag->hdr, len,
-                                              frag->endpoint->addrs[context->index])) {
+        || 0 != mca_btl_ofi_inject_in_order(context, frag->hdr, len, to)) {
         return false;
     }
     if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {

@@ -71,8 +71,8 @@ static inline void *mca_btl_ofi_local_desc(mca_btl_base_registration_handle_t *h
 /** The libfabric call behind a kind, for reports. */
 static inline const char *mca_btl_ofi_rma_call(int kind)
 {
-    static const char *const calls[] = {
-        "?", "fi_write", "fi_read", "fi_fetch_atomic", "fi_fetch_atomic", "fi_compare_atomic"};
+    static const char *const calls[] = {"?", "fi_write", "fi_read", "fi_fetch_atomic",
+                                        "fi_fetch_atomic", "fi_compare_atomic"};
     return calls[kind];
 }
 
@@ -121,22 +121,19 @@ mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *c
     }
     switch (kind) {
     case MCA_BTL_OFI_RMA_AOP:
-        /* posted as a fetching atomic whose old value lands in the unused
-         * second operand: libfabric 1.17's shm applied non-fetching
-         * atomics with FI_DELIVERY_COMPLETE wrongly when several were in
-         * flight from one process (sums too large, values of other
-         * elements mixed in; fetching ones, or no FI_DELIVERY_COMPLETE,
-         * right). Found with osc/rdma's accumulate of 7 elements
-         * (tests/atomics.c), reproduced with libfabric alone. A fetching
-         * atomic costs the same round trip: delivery completion waits for
-         * the target's answer either way. */
-        rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, &comp->operand[1], NULL, peer,
-                             raddr, key, (enum fi_datatype) comp->parked_dt,
-                             (enum fi_op) comp->parked_op, &comp->op.ofi_ctx);
-        break;
     case MCA_BTL_OFI_RMA_FOP:
-        rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL, comp->local_address, desc,
-                             peer, raddr, key, (enum fi_datatype) comp->parked_dt,
+        /* a non-fetching op too is posted as a fetching one, its old
+         * value landing in the unused second operand: libfabric 1.17's
+         * shm applied non-fetching atomics with FI_DELIVERY_COMPLETE
+         * wrongly when several were in flight from one process (sums too
+         * large, values of other elements mixed in; fetching ones, or no
+         * FI_DELIVERY_COMPLETE, right: scripts/provider-checks/
+         * shm-atomic-dc.c). Found with osc/rdma's accumulate of 7
+         * elements (tests/atomics.c). The same round trip: delivery
+         * completion waits for the target's answer either way. */
+        rc = fi_fetch_atomic(context->tx, &comp->operand[0], 1, NULL,
+                             MCA_BTL_OFI_RMA_AOP == kind ? &comp->operand[1] : comp->local_address,
+                             desc, peer, raddr, key, (enum fi_datatype) comp->parked_dt,
                              (enum fi_op) comp->parked_op, &comp->op.ofi_ctx);
         break;
     default:
@@ -156,9 +153,10 @@ mca_btl_ofi_rma_post(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *c
  * policy for every RMA operation: osc/rdma would retry a refused one
  * itself, but ob1 retries only from the callbacks of its other
  * operations, and there may be none left. The lock is held. */
-static inline __opal_attribute_always_inline__ ssize_t mca_btl_ofi_rma_start(
-    mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp, int kind, size_t size,
-    uint64_t raddr, uint64_t key, const mca_btl_base_registration_handle_t *remote_handle)
+static inline __opal_attribute_always_inline__ ssize_t
+mca_btl_ofi_rma_start(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp, int kind,
+                      size_t size, uint64_t raddr, uint64_t key,
+                      const mca_btl_base_registration_handle_t *remote_handle)
 {
     ssize_t rc = -FI_EAGAIN;
 

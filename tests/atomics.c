@@ -99,54 +99,30 @@ static uint64_t tload(const tdesc_t *t, const void *p)
 
 static const char *hex(const tdesc_t *t, uint64_t v)
 {
-    return tc_fmt(t->bytes == 8 ? "0x%016" PRIx64 " (%" PRId64 ")"
-                                : "0x%08" PRIx64 " (%" PRId64 ")",
+    return tc_fmt(t->bytes == 8 ? "0x%016" PRIx64 " (%" PRId64 ")" : "0x%08" PRIx64 " (%" PRId64 ")",
                   norm(t, v), sval(t, v));
 }
 
 /* ---------------- ops ---------------- */
 
-enum {
-    OP_SUM,
-    OP_MIN,
-    OP_MAX,
-    OP_BAND,
-    OP_BOR,
-    OP_BXOR,
-    OP_LAND,
-    OP_LOR,
-    OP_LXOR,
-    OP_REPLACE,
-    OP_NO_OP,
-    NOPS
-};
-static const char *const op_names[NOPS] = {"SUM",  "MIN", "MAX",  "BAND",    "BOR",  "BXOR",
+enum { OP_SUM, OP_MIN, OP_MAX, OP_BAND, OP_BOR, OP_BXOR, OP_LAND, OP_LOR, OP_LXOR, OP_REPLACE,
+       OP_NO_OP, NOPS };
+static const char *const op_names[NOPS] = {"SUM", "MIN", "MAX", "BAND", "BOR", "BXOR",
                                            "LAND", "LOR", "LXOR", "REPLACE", "NO_OP"};
 static MPI_Op op_handle(int op)
 {
     switch (op) {
-    case OP_SUM:
-        return MPI_SUM;
-    case OP_MIN:
-        return MPI_MIN;
-    case OP_MAX:
-        return MPI_MAX;
-    case OP_BAND:
-        return MPI_BAND;
-    case OP_BOR:
-        return MPI_BOR;
-    case OP_BXOR:
-        return MPI_BXOR;
-    case OP_LAND:
-        return MPI_LAND;
-    case OP_LOR:
-        return MPI_LOR;
-    case OP_LXOR:
-        return MPI_LXOR;
-    case OP_REPLACE:
-        return MPI_REPLACE;
-    default:
-        return MPI_NO_OP;
+    case OP_SUM: return MPI_SUM;
+    case OP_MIN: return MPI_MIN;
+    case OP_MAX: return MPI_MAX;
+    case OP_BAND: return MPI_BAND;
+    case OP_BOR: return MPI_BOR;
+    case OP_BXOR: return MPI_BXOR;
+    case OP_LAND: return MPI_LAND;
+    case OP_LOR: return MPI_LOR;
+    case OP_LXOR: return MPI_LXOR;
+    case OP_REPLACE: return MPI_REPLACE;
+    default: return MPI_NO_OP;
     }
 }
 
@@ -156,28 +132,17 @@ static uint64_t apply(int op, const tdesc_t *t, uint64_t cur, uint64_t x)
     cur = norm(t, cur);
     x = norm(t, x);
     switch (op) {
-    case OP_SUM:
-        return norm(t, cur + x);
-    case OP_MIN:
-        return tless(t, x, cur) ? x : cur;
-    case OP_MAX:
-        return tless(t, cur, x) ? x : cur;
-    case OP_BAND:
-        return cur & x;
-    case OP_BOR:
-        return cur | x;
-    case OP_BXOR:
-        return cur ^ x;
-    case OP_LAND:
-        return (cur != 0) && (x != 0);
-    case OP_LOR:
-        return (cur != 0) || (x != 0);
-    case OP_LXOR:
-        return (cur != 0) != (x != 0);
-    case OP_REPLACE:
-        return x;
-    default:
-        return cur;
+    case OP_SUM: return norm(t, cur + x);
+    case OP_MIN: return tless(t, x, cur) ? x : cur;
+    case OP_MAX: return tless(t, cur, x) ? x : cur;
+    case OP_BAND: return cur & x;
+    case OP_BOR: return cur | x;
+    case OP_BXOR: return cur ^ x;
+    case OP_LAND: return (cur != 0) && (x != 0);
+    case OP_LOR: return (cur != 0) || (x != 0);
+    case OP_LXOR: return (cur != 0) != (x != 0);
+    case OP_REPLACE: return x;
+    default: return cur;
     }
 }
 
@@ -209,26 +174,16 @@ static uint64_t init_for(int op, const tdesc_t *t)
             return norm(t, w64 ? (uint64_t) (-(INT64_C(1) << 33) + 5) : (uint64_t) -100);
         }
         return norm(t, ~(uint64_t) 0 - 0xff);
-    case OP_MIN:
-        return t->is_signed ? 0 : norm(t, ~(uint64_t) 0 - 0xf);
-    case OP_MAX:
-        return 0;
-    case OP_BAND:
-        return tmask(t);
-    case OP_BOR:
-        return 0;
-    case OP_BXOR:
-        return norm(t, UINT64_C(0x5555aaaa5a5aa5a5));
-    case OP_LAND:
-        return 5;
-    case OP_LOR:
-        return 0;
-    case OP_LXOR:
-        return 9;
-    case OP_REPLACE:
-        return norm(t, UINT64_C(0x0bad0bad0bad0bad));
-    default:
-        return norm(t, UINT64_C(0x7e57da7a12345678));
+    case OP_MIN: return t->is_signed ? 0 : norm(t, ~(uint64_t) 0 - 0xf);
+    case OP_MAX: return 0;
+    case OP_BAND: return tmask(t);
+    case OP_BOR: return 0;
+    case OP_BXOR: return norm(t, UINT64_C(0x5555aaaa5a5aa5a5));
+    case OP_LAND: return 5;
+    case OP_LOR: return 0;
+    case OP_LXOR: return 9;
+    case OP_REPLACE: return norm(t, UINT64_C(0x0bad0bad0bad0bad));
+    default: return norm(t, UINT64_C(0x7e57da7a12345678));
     }
 }
 
@@ -252,32 +207,26 @@ static uint64_t operand_for(int op, const tdesc_t *t, int n, int r, int k)
         }
         /* distinct, some with the top bit set: a signed/unsigned mix-up shows */
         return (j % 2) ? norm(t, topbit(t) | (j * 1000)) : norm(t, 0x100 + j * 1000);
-    case OP_BAND:
-        return norm(t, ~((uint64_t) 1 << j));
+    case OP_BAND: return norm(t, ~((uint64_t) 1 << j));
     case OP_BOR:
-    case OP_BXOR:
-        return (uint64_t) 1 << j;
-    case OP_LAND:
-        return (r == n - 1 && k == K - 1) ? 0 : 3;
-    case OP_LOR:
-        return (r == 0 && k == 0) ? 6 : 0;
-    case OP_LXOR:
-        return (k % 2 == 0) ? 3 : 0;
+    case OP_BXOR: return (uint64_t) 1 << j;
+    case OP_LAND: return (r == n - 1 && k == K - 1) ? 0 : 3;
+    case OP_LOR: return (r == 0 && k == 0) ? 6 : 0;
+    case OP_LXOR: return (k % 2 == 0) ? 3 : 0;
     case OP_REPLACE:
         return norm(t, (w64 ? UINT64_C(0xabcd000000000000) : UINT64_C(0xab000000)) | ((j + 1) << 8)
                            | (j + 1));
-    default:
-        return norm(t, 0x1234);
+    default: return norm(t, 0x1234);
     }
 }
 
 /* ---------------- window ---------------- */
 
 #define WIN_BYTES 65536
-#define SLOT 64 /* offset of the target value */
+#define SLOT 64       /* offset of the target value */
 #define CANARY 0xC3
-#define CANARY_LO 32 /* canary bytes [CANARY_LO, SLOT) and after the value */
-#define ACC_OFF 1024 /* accumulate arrays */
+#define CANARY_LO 32  /* canary bytes [CANARY_LO, SLOT) and after the value */
+#define ACC_OFF 1024  /* accumulate arrays */
 #define ACC_MAX 1000
 #define ACC_AMO_MAX 32 /* Open MPI's default osc_rdma_network_max_amo */
 
@@ -476,8 +425,8 @@ static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int
         break;
     case OP_NO_OP:
         for (int i = 0; i < nops; ++i) {
-            CHECK(norm(t, ops[i].fetched) == init, "%s: rank %d op %d fetched %s, expected %s",
-                  what, ops[i].rank, ops[i].k, hex(t, ops[i].fetched), hex(t, init));
+            CHECK(norm(t, ops[i].fetched) == init, "%s: rank %d op %d fetched %s, expected %s", what,
+                  ops[i].rank, ops[i].k, hex(t, ops[i].fetched), hex(t, init));
         }
         break;
     case OP_MIN:
@@ -504,8 +453,8 @@ static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int
             if (i > 0 && ops[i - 1].rank == ops[i].rank) {
                 uint64_t p = norm(t, ops[i - 1].fetched);
                 CHECK(op == OP_MIN ? !tless(t, p, f) : !tless(t, f, p),
-                      "%s: rank %d fetched %s after %s: not monotone", what, ops[i].rank, hex(t, f),
-                      hex(t, p));
+                      "%s: rank %d fetched %s after %s: not monotone", what, ops[i].rank,
+                      hex(t, f), hex(t, p));
             }
         }
         break;
@@ -521,15 +470,14 @@ static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int
                 CHECK((f & ~init) == 0, "%s: fetched %s has bits not in init %s", what, hex(t, f),
                       hex(t, init));
             } else if (op == OP_BOR) {
-                CHECK(!(f & bit), "%s: rank %d op %d fetched %s: its own bit was already set", what,
-                      ops[i].rank, ops[i].k, hex(t, f));
+                CHECK(!(f & bit), "%s: rank %d op %d fetched %s: its own bit was already set",
+                      what, ops[i].rank, ops[i].k, hex(t, f));
                 CHECK((f & ~final) == 0, "%s: fetched %s has bits not in the final %s", what,
                       hex(t, f), hex(t, final));
             } else {
-                CHECK((f & bit) == (init & bit),
-                      "%s: rank %d op %d fetched %s: its own bit "
-                      "was flipped by someone (init %s)",
-                      what, ops[i].rank, ops[i].k, hex(t, f), hex(t, init));
+                CHECK((f & bit) == (init & bit), "%s: rank %d op %d fetched %s: its own bit "
+                      "was flipped by someone (init %s)", what, ops[i].rank, ops[i].k, hex(t, f),
+                      hex(t, init));
             }
         }
         break;
@@ -537,10 +485,8 @@ static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int
         /* init 0, one op (rank 0's first) writes true */
         for (int i = 0; i < nops; ++i) {
             uint64_t f = norm(t, ops[i].fetched);
-            CHECK(f == 0 || f == 1,
-                  "%s: rank %d op %d fetched %s: a logical op left a value "
-                  "other than 0 or 1",
-                  what, ops[i].rank, ops[i].k, hex(t, f));
+            CHECK(f == 0 || f == 1, "%s: rank %d op %d fetched %s: a logical op left a value "
+                  "other than 0 or 1", what, ops[i].rank, ops[i].k, hex(t, f));
             if (ops[i].rank == 0 && ops[i].k > 0) {
                 CHECK(f == 1, "%s: rank 0 op %d fetched 0 after its own op 0 wrote true", what,
                       ops[i].k);
@@ -558,10 +504,8 @@ static void check_fetched(const char *what, int op, const tdesc_t *t, int n, int
                 ++saw_init;
                 continue;
             }
-            CHECK(f == 0 || f == 1,
-                  "%s: rank %d op %d fetched %s: a logical op left a value "
-                  "other than 0 or 1",
-                  what, ops[i].rank, ops[i].k, hex(t, f));
+            CHECK(f == 0 || f == 1, "%s: rank %d op %d fetched %s: a logical op left a value "
+                  "other than 0 or 1", what, ops[i].rank, ops[i].k, hex(t, f));
         }
         CHECK(saw_init == 1, "%s: %d ops fetched the initial value %s, expected exactly 1", what,
               saw_init, hex(t, init));
@@ -639,8 +583,8 @@ static void test_fetch_and_op(int op, const tdesc_t *t, int T)
     uint64_t final = slot_final(t, T, off, what);
 
     uint64_t *all = tc_rank == 0 ? malloc(sizeof(uint64_t) * n * K_FAO) : NULL;
-    MPI_CHECK(
-        MPI_Gather(fetched, K_FAO, MPI_UINT64_T, all, K_FAO, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Gather(fetched, K_FAO, MPI_UINT64_T, all, K_FAO, MPI_UINT64_T, 0,
+                         MPI_COMM_WORLD));
     if (tc_rank == 0) {
         /* expected final: the ops are commutative, fold them in any order */
         uint64_t expect = init;
@@ -673,14 +617,10 @@ static void test_fetch_and_op(int op, const tdesc_t *t, int T)
 static uint64_t cas_init(const tdesc_t *t)
 {
     switch (t->bytes * 2 + !t->is_signed) {
-    case 16:
-        return UINT64_C(0x100000000) - 20; /* int64: crosses 2^32 */
-    case 17:
-        return ~(uint64_t) 0 - 20; /* uint64: wraps */
-    case 8:
-        return (uint64_t) (int64_t) -30; /* int32: crosses 0 */
-    default:
-        return 0xffffffffu - 20; /* uint32: wraps */
+    case 16: return UINT64_C(0x100000000) - 20;         /* int64: crosses 2^32 */
+    case 17: return ~(uint64_t) 0 - 20;                 /* uint64: wraps */
+    case 8: return (uint64_t) (int64_t) -30;            /* int32: crosses 0 */
+    default: return 0xffffffffu - 20;                   /* uint32: wraps */
     }
 }
 
@@ -763,8 +703,7 @@ static void test_cas_counter(const tdesc_t *t, int T)
         }
         qsort(all, n * K_CAS, sizeof(uint64_t), cmp_u64);
         for (int i = 0; i < n * K_CAS; ++i) {
-            CHECK(all[i] == (uint64_t) i,
-                  "%s: successful CAS old values are not init+0..init+%d: "
+            CHECK(all[i] == (uint64_t) i, "%s: successful CAS old values are not init+0..init+%d: "
                   "sorted position %d is init+%" PRIu64 " (a value won twice or was skipped)",
                   what, n * K_CAS - 1, i, all[i]);
         }
@@ -786,8 +725,7 @@ static uint64_t acc_init(const tdesc_t *t, int i)
 static uint64_t acc_operand(int op, const tdesc_t *t, int r, int k, int i)
 {
     switch (op) {
-    case OP_SUM:
-        return norm(t, (uint64_t) (r + 1) * (i + 1) + k);
+    case OP_SUM: return norm(t, (uint64_t) (r + 1) * (i + 1) + k);
     case OP_BXOR: {
         uint64_t x = ((uint64_t) r * K_ACC + k + 1) * UINT64_C(0x9E3779B97F4A7C15);
         x ^= (uint64_t) i * UINT64_C(0xBF58476D1CE4E5B9);
@@ -874,8 +812,8 @@ static void test_accumulate(int gacc, int op, const tdesc_t *t, int count, int T
     uint64_t *all = NULL;
     if (gacc) {
         all = tc_rank == 0 ? malloc(sizeof(uint64_t) * n * K_ACC * count) : NULL;
-        MPI_CHECK(MPI_Gather(fetched, K_ACC * count, MPI_UINT64_T, all, K_ACC * count, MPI_UINT64_T,
-                             0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Gather(fetched, K_ACC * count, MPI_UINT64_T, all, K_ACC * count,
+                             MPI_UINT64_T, 0, MPI_COMM_WORLD));
     }
 
     if (tc_rank == 0) {
@@ -1079,6 +1017,7 @@ int main(int argc, char **argv)
             snprintf(what, sizeof(what), "%s accumulate+get_accumulate", kind_names[kind]);
             counters_group(what, &gb, &ge);
         }
+
         for (int tt = 0; tt < 2; ++tt) {
             test_gacc_strided(4, targets[tt]);
             test_gacc_strided(ACC_AMO_MAX, targets[tt]);
