@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 #
 # Build and install the ofi BTL component, coll/ofi, and Open MPI's
-# osc/rdma with the fixes of osc-rdma/patches:
+# osc/rdma and rml/oob with the fixes of osc-rdma/ and rml-oob/patches:
 #
 #   scripts/build.sh              install missing Debian packages (as root),
 #                                 then autogen, configure, make, make install,
-#                                 then scripts/build-osc-rdma.sh
+#                                 then scripts/build-ompi-fixes.sh
 #   scripts/build.sh --deps-only  only the package check/installation
 #
 # Installs into PREFIX = ${BTL_OFI_PREFIX:-<repo>/_install}: mca_btl_ofi.so,
-# mca_coll_ofi.so and mca_osc_rdma.so in $PREFIX/lib/openmpi. Run jobs
+# mca_coll_ofi.so, mca_osc_rdma.so and mca_rml_oob.so in $PREFIX/lib/openmpi. Run jobs
 # through scripts/ofirun to make Open MPI load them instead of its own.
 #
 # Extra configure arguments: BTL_OFI_CONFIGURE_ARGS="--enable-werror ...".
-# BTL_OFI_OSC_RDMA=0: no osc/rdma of ours (Debian's is used; it deadlocks
-# on dynamic windows across nodes, README "osc/rdma").
+# BTL_OFI_OMPI_FIXES=0: no osc/rdma or rml/oob of ours (Debian's are used:
+# its osc/rdma deadlocks on dynamic windows across nodes, README "osc/rdma";
+# its mpirun loses show_help messages, README "Messages mpirun lost").
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -108,11 +109,11 @@ if [[ ! -f $so ]]; then
 fi
 log "installed $so"
 
-if [[ ${BTL_OFI_OSC_RDMA:-1} == 0 ]]; then
-    rm -f "$prefix/lib/openmpi/mca_osc_rdma.so"
-    log "BTL_OFI_OSC_RDMA=0: no osc/rdma of ours (Debian's is used)"
-elif ! bash "$repo/scripts/build-osc-rdma.sh"; then
-    echo "build.sh: osc/rdma with the upstream fix could not be built (above);" \
-        "BTL_OFI_OSC_RDMA=0 builds without it" >&2
+if [[ ${BTL_OFI_OMPI_FIXES:-1} == 0 ]]; then
+    rm -f "$prefix/lib/openmpi/mca_osc_rdma.so" "$prefix/lib/openmpi/mca_rml_oob.so"
+    log "BTL_OFI_OMPI_FIXES=0: no osc/rdma or rml/oob of ours (Debian's are used)"
+elif ! bash "$repo/scripts/build-ompi-fixes.sh"; then
+    echo "build.sh: osc/rdma and rml/oob with our fixes could not be built (above);" \
+        "BTL_OFI_OMPI_FIXES=0 builds without them" >&2
     exit 1
 fi

@@ -125,7 +125,7 @@ packages=(dpkg-dev autoconf automake libtool flex perl make gcc libc6-dev pkg-co
     libfabric-dev libhwloc-dev libevent-dev libpmix-dev)
 
 # Debian's source packages through apt (deb-src entries, apt-get update
-# with retries): shared with scripts/build-osc-rdma.sh
+# with retries): shared with scripts/build-ompi-fixes.sh
 # shellcheck source=scripts/debian-source.sh
 source "$repo/scripts/debian-source.sh"
 

@@ -5,7 +5,7 @@
 #
 # scripts/debian-source.sh: Debian's source packages through apt, for the
 # scripts that build from Debian's own Open MPI source (check-in-tree.sh,
-# build-osc-rdma.sh). Source it. Nothing of apt's existing configuration
+# build-ompi-fixes.sh). Source it. Nothing of apt's existing configuration
 # is changed: a missing deb-src entry is added in a file of its own.
 #
 #   installed PKG          the package is installed
@@ -70,7 +70,7 @@ add_deb_src() {
         'Target-Of: deb' 'Identifier: Packages' "Release: $rel" 'Component: main' 2>/dev/null | sort -u)
     [[ -n $uris ]] || uris=http://deb.debian.org/debian/
     {
-        echo "# added by btl/ofi's scripts (check-in-tree.sh, build-osc-rdma.sh) for apt-get source"
+        echo "# added by btl/ofi's scripts (check-in-tree.sh, build-ompi-fixes.sh) for apt-get source"
         for u in $uris; do
             echo "deb-src $u $rel main"
         done

@@ -65,9 +65,10 @@ else
     (cd "$repo" && tar --exclude=./_build --exclude=./_install -cf - .) | (cd "$src" && tar -xf -)
 fi
 
-# Debian's osc/rdma source, for debian/rules to patch and build offline
-bash "$repo/scripts/build-osc-rdma.sh" --fetch "$src/osc-rdma/debian-src" >"$out/osc-rdma-fetch.log" 2>&1 ||
-    die "could not fetch Debian's osc/rdma source; see $out/osc-rdma-fetch.log"
+# Debian's osc/rdma and rml/oob source, for debian/rules to patch and
+# build offline
+bash "$repo/scripts/build-ompi-fixes.sh" --fetch "$src/debian-ompi-src" >"$out/ompi-fetch.log" 2>&1 ||
+    die "could not fetch Debian's osc/rdma and rml/oob source; see $out/ompi-fetch.log"
 
 log "building openmpi-btl-ofi $deb_version"
 (cd "$src" && dpkg-buildpackage -b -us -uc) >"$out/build.log" 2>&1 ||

@@ -14,11 +14,8 @@
 #   - stderr matches every pattern of the case (extended regexps,
 #     case-insensitive: adjust them in the table below if the wording changes);
 #   - no "Segmentation fault", "signal" or "core dumped" in the output;
-#     (a run whose message Open MPI 4.1.4 itself lost after mpirun received
-#     it -- "ORTE_ERROR_LOG ... show_help.c", or mpirun's PMIx server said
-#     "logging info" and printed nothing; tests/lib.sh, help_lost -- is
-#     retried, up to 10 runs in all: the loss comes in bursts, 14 of 30
-#     runs in a row lost both ranks' messages here once;)
+#     (each case runs once: Debian's mpirun lost such messages in about one
+#     run of three, fixed by our rml/oob, README "Messages mpirun lost";)
 #   - where the component must still run: cvar btl_ofi_version is 0.1.0
 #     (our btl/ofi loaded and selected), and the provider is the expected one;
 #     where it must step aside: cvar btl_ofi_selected_provider is absent or
@@ -117,8 +114,6 @@ if [[ ! -x $bindir/hello ]]; then
 fi
 
 failed=0
-max_attempts=10
-attempt=1
 
 fail() { # case why log
     echo "FAIL badinput/$1: $2"
@@ -139,7 +134,7 @@ run_case() {
     local t0=$SECONDS rc
 
     # shellcheck disable=SC2086 # args is a list of words
-    timeout -k 10 "$tmo" "$ofirun" -np 2 $args "${HELP_TRACE[@]}" "$bindir/hello" </dev/null >"$out" 2>"$err"
+    timeout -k 10 "$tmo" "$ofirun" -np 2 $args "$bindir/hello" </dev/null >"$out" 2>"$err"
     rc=$?
     text_only "$out" "$err"
     {
@@ -167,15 +162,6 @@ run_case() {
     IFS=';' read -r -a pats <<<"$patterns"
     for p in "${pats[@]}"; do
         if ! grep -Eqi -- "$p" "$err"; then
-            if help_lost "$err" && ((attempt < max_attempts)); then
-                # mpirun received a show_help message and did not print it
-                # (tests/lib.sh, help_lost): Open MPI 4.1.4's loss, which
-                # its own components suffer as well. Run again; a message
-                # that no rank sent still fails after max_attempts runs
-                echo "retry badinput/$name: mpirun received a show_help message and did not" \
-                    "print it (Open MPI's loss), attempt $attempt of $max_attempts"
-                return 2
-            fi
             fail "$name" "stderr has no message matching /$p/ (case-insensitive)" "$all"
             return
         fi
@@ -247,9 +233,6 @@ for spec in "${cases[@]}"; do
         done
         ((hit)) || continue
     fi
-    for ((attempt = 1; attempt <= max_attempts; attempt++)); do
-        run_case "$spec"
-        (($? == 2)) || break
-    done
+    run_case "$spec"
 done
 exit $failed

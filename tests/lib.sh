@@ -168,22 +168,8 @@ report() { # PASS|FAIL|SKIP label secs text [log]
     esac
 }
 
-# Open MPI 4.1.4 (Debian) now and then loses a rank's show_help message
-# after mpirun has received it: mpirun prints "ORTE_ERROR_LOG: ...
-# show_help.c" in its place (the message garbled on its way from the PMIx
-# server thread), or nothing at all. A run given HELP_TRACE shows the
-# receipt ("[[job,0],0] logging info" from mpirun's PMIx server, once per
-# message a rank sent), so a run that lacks its message can tell "mpirun
-# got a message and did not print it" (Open MPI's loss: the run may be
-# repeated) from "no rank sent one" (ours: a failure).
-# shellcheck disable=SC2034 # used by the scripts that source this one
-HELP_TRACE=(--mca pmix_server_verbose 2)
-help_lost() { # log: mpirun received a show_help message it did not print?
-    grep -qE 'ORTE_ERROR_LOG: .*show_help\.c|\[\[[0-9]+,0\],0\] logging info$' "$1"
-}
-
-# mpirun's own verbose output (pmix_server_verbose: HELP_TRACE) now and
-# then carries stray NUL bytes; grep then takes the whole log for binary
+# mpirun's own verbose output (pmix_server_verbose, once used here) now
+# and then carried stray NUL bytes; grep then takes the whole log for binary
 # and prints "binary file matches" instead of the line a check looks for
 # (coll shm np 2 badfanout failed so in a CI run): they are dropped
 text_only() { # file...

@@ -11,13 +11,14 @@
 #     upstream version>);
 #  3. apt-get install ./the.deb: ompi_info, with no component path set,
 #     lists OUR btl/ofi and coll/ofi (Component v<configure.ac's version>),
-#     the diversions of libopenmpi3's mca_btl_ofi.so and mca_osc_rdma.so
-#     are in place (ompi_info lists osc_rdma_patches), and the one-sided demo
+#     the diversions of libopenmpi3's mca_btl_ofi.so, mca_osc_rdma.so and
+#     mca_rml_oob.so are in place (ompi_info lists osc_rdma_patches and
+#     rml_oob_patches), and the one-sided demo
 #     (examples/osc_demo.c) run with plain mpirun --mca btl ofi,self
 #     --mca osc rdma ends "verified: 0 wrong byte(s) or count(s)" with our
 #     version in its output;
-#  4. apt-get remove: Debian's btl/ofi and osc/rdma are back (ompi_info,
-#     and dpkg --verify libopenmpi3 finds both files unchanged), the
+#  4. apt-get remove: Debian's btl/ofi, osc/rdma and rml/oob are back
+#     (ompi_info, and dpkg --verify libopenmpi3 finds the files unchanged), the
 #     diversions are gone;
 #  5. dpkg --purge: the package is unknown to dpkg and left no file.
 # On any failure the package is purged, which restores Debian's file: the
@@ -66,9 +67,12 @@ debian=$(dpkg-query -W -f='${Version}' libopenmpi3 | sed -E 's/-[^-]*$//')
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
 comp=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_btl_ofi.so
 osc=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_osc_rdma.so
-# osc/rdma's read-only list of the fixes it carries (ours only)
-osc_patches() {
-    ompi_info --param osc rdma --level 3 2>/dev/null | grep -o 'osc_rdma_patches" (current value: "[^"]*' |
+rml=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_rml_oob.so
+# osc/rdma's and rml/oob's read-only list of the fixes they carry (ours only)
+osc_patches() { patches_of osc rdma; }
+rml_patches() { patches_of rml oob; }
+patches_of() { # framework component
+    ompi_info --param "$1" "$2" --level 3 2>/dev/null | grep -o "$1_$2_patches\" (current value: \"[^\"]*" |
         sed 's/.*current value: "//'
 }
 if known; then
@@ -107,6 +111,8 @@ divert=$(dpkg-divert --list "$comp")
 coll=$(ompi_info 2>/dev/null | grep -m1 'MCA coll: ofi ' | sed 's/^ *//')
 odivert=$(dpkg-divert --list "$osc")
 opatches=$(osc_patches)
+rdivert=$(dpkg-divert --list "$rml")
+rpatches=$(rml_patches)
 mpicc -O2 -o "$logdir/osc_demo" "$repo/examples/osc_demo.c" >"$logdir/demo.log" 2>&1
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl ofi,self \
     --mca osc rdma --mca btl_ofi_provider_include shm "$logdir/osc_demo" >>"$logdir/demo.log" 2>&1
@@ -122,32 +128,34 @@ elif [[ $coll != *"Component v$ours)"* ]]; then
     step FAIL install $t0 "ompi_info lists no coll/ofi v$ours: '${coll:-none}'"
 elif [[ $odivert != *"by $pkg"* || $opatches != *dynamic-region-deadlock* ]]; then
     step FAIL install $t0 "osc/rdma: diversion '${odivert:-none}', osc_rdma_patches '${opatches:-none}' (want ours, with the dynamic-region fix)"
+elif [[ $rdivert != *"by $pkg"* || $rpatches != *self-send-copy-before-callback* ]]; then
+    step FAIL install $t0 "rml/oob: diversion '${rdivert:-none}', rml_oob_patches '${rpatches:-none}' (want ours, with the send-to-self fix)"
 elif [[ $divert != *"by $pkg"* ]]; then
     step FAIL install $t0 "no diversion of $comp by $pkg: '$divert'"
 elif ((rc != 0)) || ! grep -q "^verified: 0 wrong byte(s) or count(s)" "$logdir/demo.log" ||
     ! grep -q "0\.1\.0\|v$ours" "$logdir/demo.log"; then
     step FAIL install $t0 "the demo with plain mpirun failed (exit code $rc): $(tail -n 3 "$logdir/demo.log" | paste -sd ' ' -)"
 else
-    step PASS install $t0 "ompi_info: '$with' and '$coll' with no component path set; $divert; $odivert (osc_rdma_patches: $opatches); no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
+    step PASS install $t0 "ompi_info: '$with' and '$coll' with no component path set; $divert; $odivert (osc_rdma_patches: $opatches); $rdivert (rml_oob_patches: $rpatches); no fault switch in it; demo: $(grep -m1 '^verified' "$logdir/demo.log")"
 fi
 
 # 4. removed
 t0=$SECONDS
 DEBIAN_FRONTEND=noninteractive apt-get remove -y "$pkg" >"$logdir/remove.log" 2>&1
 after=$(ofi_line)
-verify=$(dpkg --verify libopenmpi3 2>&1 | grep "mca_btl_ofi\|mca_osc_rdma" || true)
+verify=$(dpkg --verify libopenmpi3 2>&1 | grep "mca_btl_ofi\|mca_osc_rdma\|mca_rml_oob" || true)
 if installed; then
     step FAIL remove $t0 "apt-get remove left $pkg installed: $(tail -n 2 "$logdir/remove.log" | paste -sd ' ' -)"
 elif [[ $after != *"Component v$debian)"* ]]; then
     step FAIL remove $t0 "Debian's btl/ofi is not back: ompi_info lists '$after'"
-elif [[ -n $(dpkg-divert --list "$comp") || -n $(dpkg-divert --list "$osc") ]]; then
-    step FAIL remove $t0 "a diversion is still there: $(dpkg-divert --list "$comp") $(dpkg-divert --list "$osc")"
-elif [[ -n $verify || ! -f $comp || ! -f $osc ]]; then
-    step FAIL remove $t0 "libopenmpi3's $comp or $osc is not intact: '${verify:-missing}'"
-elif [[ -n $(osc_patches) ]]; then
-    step FAIL remove $t0 "ompi_info still loads our osc/rdma ($(osc_patches))"
+elif [[ -n $(dpkg-divert --list "$comp")$(dpkg-divert --list "$osc")$(dpkg-divert --list "$rml") ]]; then
+    step FAIL remove $t0 "a diversion is still there: $(dpkg-divert --list "$comp") $(dpkg-divert --list "$osc") $(dpkg-divert --list "$rml")"
+elif [[ -n $verify || ! -f $comp || ! -f $osc || ! -f $rml ]]; then
+    step FAIL remove $t0 "libopenmpi3's $comp, $osc or $rml is not intact: '${verify:-missing}'"
+elif [[ -n $(osc_patches)$(rml_patches) ]]; then
+    step FAIL remove $t0 "ompi_info still loads our osc/rdma or rml/oob ($(osc_patches) $(rml_patches))"
 else
-    step PASS remove $t0 "ompi_info: '$after'; Debian's osc/rdma back; dpkg --verify libopenmpi3: its mca_btl_ofi.so and mca_osc_rdma.so unchanged"
+    step PASS remove $t0 "ompi_info: '$after'; Debian's osc/rdma and rml/oob back; dpkg --verify libopenmpi3: its mca_btl_ofi.so, mca_osc_rdma.so and mca_rml_oob.so unchanged"
 fi
 
 # 5. purged

@@ -35,10 +35,10 @@ mkdir -p "$dir/src/scripts"
 flags='-g -O1 -fsanitize=address -fno-omit-frame-pointer'
 # (build.sh word-splits BTL_OFI_CONFIGURE_ARGS, so flags with spaces go
 # through the environment, which configure reads as well)
-# (BTL_OFI_OSC_RDMA=0: what AddressSanitizer checks is this component;
+# (BTL_OFI_OMPI_FIXES=0: what AddressSanitizer checks is this component;
 # the jobs use Debian's osc/rdma, on one host, without dynamic windows
 # across hosts)
-if ! BTL_OFI_OSC_RDMA=0 BTL_OFI_PREFIX=$dir/install CFLAGS="$flags" LDFLAGS=-fsanitize=address \
+if ! BTL_OFI_OMPI_FIXES=0 BTL_OFI_PREFIX=$dir/install CFLAGS="$flags" LDFLAGS=-fsanitize=address \
     bash "$dir/src/scripts/build.sh" >"$dir/build.log" 2>&1; then
     echo "asan-build: build failed; last lines of $dir/build.log:" >&2
     tail -n 30 "$dir/build.log" >&2

@@ -274,7 +274,7 @@ judge_job() { # label log rc prog t0 [note]
     fi
 }
 
-# our osc/rdma (scripts/build-osc-rdma.sh), and whether a job's component
+# our osc/rdma (scripts/build-ompi-fixes.sh), and whether a job's component
 # path reaches it: ompi_info through the same path lists osc_rdma_patches
 osc_ours=${BTL_OFI_PREFIX:-$repo/_install}/lib/openmpi/mca_osc_rdma.so
 osc_is_ours() { # log
@@ -696,7 +696,7 @@ run_case() {
         local prog=dynhosts btls=${a//+/,}
         [[ $group == dynchurn ]] && prog=dynchurn btls=ofi,self
         if [[ ! -f $osc_ours ]]; then
-            report FAIL "$label" 0 "no osc/rdma of ours in $osc_ours (built with BTL_OFI_OSC_RDMA=0?): Debian's deadlocks on dynamic windows across hosts (scripts/build-osc-rdma.sh)"
+            report FAIL "$label" 0 "no osc/rdma of ours in $osc_ours (built with BTL_OFI_OMPI_FIXES=0?): Debian's deadlocks on dynamic windows across hosts (scripts/build-ompi-fixes.sh)"
             return
         fi
         build "$prog" "$here/$prog.c" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
