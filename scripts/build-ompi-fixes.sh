@@ -69,14 +69,16 @@ esac
 version=$(dpkg-query -W -f='${source:Version}' libopenmpi3 2>/dev/null) ||
     die "libopenmpi3 is not installed (scripts/build.sh installs it)"
 
-copy_components() { # from to: the components' folders of one tree into another
-    local c dir
+copy_dir() { # from to dir: one component's folder of one tree into another
+    [[ -d $1/$3 ]] || die "no $3 in $1"
+    rm -rf "${2:?}/$3"
+    mkdir -p "$2/${3%/*}"
+    cp -r "$1/$3" "$2/${3%/*}/"
+}
+copy_components() { # from to: every component's folder
+    local c
     for c in "${components[@]}"; do
-        dir=${c%%|*}
-        [[ -d $1/$dir ]] || die "no $dir in $1"
-        rm -rf "${2:?}/$dir"
-        mkdir -p "$2/${dir%/*}"
-        cp -r "$1/$dir" "$2/${dir%/*}/"
+        copy_dir "$1" "$2" "${c%%|*}"
     done
 }
 
@@ -132,8 +134,7 @@ for c in "${components[@]}"; do
     # ------------------------------------------------------------ 2. patch
     patched=$work/patched/${fw}-$name
     rm -rf "$patched"
-    mkdir -p "$patched"
-    copy_components "$tree" "$patched"
+    copy_dir "$tree" "$patched" "$dir"
     names=()
     for p in "$repo/$patches"/*.patch; do
         patch -p1 -s -d "$patched" <"$p" || die "$(basename "$p") does not apply to Debian's openmpi $version"

@@ -737,6 +737,20 @@ static uint64_t acc_operand(int op, const tdesc_t *t, int r, int k, int i)
     }
 }
 
+/* the COUNT elements of type t at ACC_OFF of the target's window: set to
+ * acc_init with canaries around them, before a test */
+static void acc_elements_init(const tdesc_t *t, int T, int count)
+{
+    target_begin(T);
+    if (tc_rank == T) {
+        canary_set(ACC_OFF, (size_t) count * t->bytes);
+        for (int i = 0; i < count; ++i) {
+            tstore(t, wbase + ACC_OFF + (size_t) i * t->bytes, acc_init(t, i));
+        }
+    }
+    target_end(T);
+}
+
 /* gacc: 0 = MPI_Accumulate, 1 = MPI_Get_accumulate */
 static void test_accumulate(int gacc, int op, const tdesc_t *t, int count, int T)
 {
@@ -748,14 +762,7 @@ static void test_accumulate(int gacc, int op, const tdesc_t *t, int count, int T
              gacc ? "get_accumulate" : "accumulate", op_names[op], t->name, count, T,
              kind_names[wkind]);
 
-    target_begin(T);
-    if (tc_rank == T) {
-        canary_set(off, len);
-        for (int i = 0; i < count; ++i) {
-            tstore(t, wbase + off + (size_t) i * t->bytes, acc_init(t, i));
-        }
-    }
-    target_end(T);
+    acc_elements_init(t, T, count);
 
     unsigned char *obuf = malloc(len);
     unsigned char *rbuf = malloc(len);
@@ -885,14 +892,7 @@ static void test_gacc_strided(int count, int T)
 
     snprintf(what, sizeof(what), "get_accumulate SUM int64 count=%d strided result target=%d (%s)",
              count, T, kind_names[wkind]);
-    target_begin(T);
-    if (tc_rank == T) {
-        canary_set(off, len);
-        for (int i = 0; i < count; ++i) {
-            tstore(t, wbase + off + (size_t) i * 8, acc_init(t, i));
-        }
-    }
-    target_end(T);
+    acc_elements_init(t, T, count);
     MPI_CHECK(MPI_Type_vector(count, 1, 2, MPI_INT64_T, &strided));
     MPI_CHECK(MPI_Type_commit(&strided));
     if (tc_rank == origin) {
@@ -946,17 +946,12 @@ static void test_acc_mixed(int T)
     enum { MIXED_COUNT = 7, MIXED_ROUNDS = 300 };
     const size_t off = ACC_OFF, len = MIXED_COUNT * 8;
     int64_t obuf[MIXED_COUNT], one, fetched = 0;
-    int64_t expect[MIXED_COUNT] = {0};
+    int64_t expect[MIXED_COUNT];
     char what[160];
 
     snprintf(what, sizeof(what), "accumulate SUM int64 counts 1 and %d mixed, all ranks, target=%d (%s)",
              MIXED_COUNT, T, kind_names[wkind]);
-    target_begin(T);
-    if (tc_rank == T) {
-        canary_set(off, len);
-        memset(wbase + off, 0, len);
-    }
-    target_end(T);
+    acc_elements_init(&types[0], T, MIXED_COUNT);
 
     MPI_CHECK(MPI_Win_lock_all(0, win));
     for (int k = 0; k < MIXED_ROUNDS; ++k) {
@@ -984,6 +979,9 @@ static void test_acc_mixed(int T)
     }
     MPI_CHECK(MPI_Win_unlock_all(win));
 
+    for (int i = 0; i < MIXED_COUNT; ++i) {
+        expect[i] = (int64_t) acc_init(&types[0], i);
+    }
     for (int r = 0; r < tc_size; ++r) {
         for (int k = 0; k < MIXED_ROUNDS; ++k) {
             switch ((k + r) % 3) {

@@ -32,6 +32,12 @@
 #   runner_main [CASE...]      run_case for each CASE (none: list_cases),
 #                              then summary and runner_exit
 #   header_of SCRIPT           print SCRIPT's header comment
+#   ompi_patches FW NAME [PATH]
+#                              the fixes our build of Open MPI's FW/NAME
+#                              carries (its read-only FW_NAME_patches, as
+#                              scripts/build-ompi-fixes.sh names them), or
+#                              nothing for another build; PATH: the
+#                              component path ompi_info is given
 #   runner_help SCRIPT [ARGS]  with -h or --help first in ARGS: print the
 #                              SCRIPT's header comment and exit
 
@@ -286,6 +292,13 @@ runner_main() { # [case...]
 }
 
 # the comment under a script's #! line, without the '#'
+ompi_patches() { # framework component [component path]
+    local fw=$1 name=$2
+    [[ -n ${3:-} ]] && local -x OMPI_MCA_mca_base_component_path=$3
+    ompi_info --param "$fw" "$name" --level 3 2>/dev/null |
+        grep -o "${fw}_${name}_patches\" (current value: \"[^\"]*" | sed 's/.*value: "//'
+}
+
 header_of() { # script
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$1"
 }

@@ -38,6 +38,8 @@ if [[ ${1:-} == -h || ${1:-} == --help ]]; then
     exit 0
 fi
 
+# shellcheck source=tests/lib.sh
+source "$here/lib.sh"
 failed=0
 step() { # PASS|FAIL name t0 text
     local verdict=$1 name=$2 t0=$3 text=$4
@@ -68,13 +70,6 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-li
 comp=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_btl_ofi.so
 osc=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_osc_rdma.so
 rml=/usr/lib/$multiarch/openmpi/lib/openmpi3/mca_rml_oob.so
-# osc/rdma's and rml/oob's read-only list of the fixes they carry (ours only)
-osc_patches() { patches_of osc rdma; }
-rml_patches() { patches_of rml oob; }
-patches_of() { # framework component
-    ompi_info --param "$1" "$2" --level 3 2>/dev/null | grep -o "$1_$2_patches\" (current value: \"[^\"]*" |
-        sed 's/.*current value: "//'
-}
 if known; then
     step FAIL build $SECONDS "$pkg is installed already: remove it first (apt-get purge $pkg)"
     trap - EXIT
@@ -110,9 +105,9 @@ with=$(ofi_line)
 divert=$(dpkg-divert --list "$comp")
 coll=$(ompi_info 2>/dev/null | grep -m1 'MCA coll: ofi ' | sed 's/^ *//')
 odivert=$(dpkg-divert --list "$osc")
-opatches=$(osc_patches)
+opatches=$(ompi_patches osc rdma)
 rdivert=$(dpkg-divert --list "$rml")
-rpatches=$(rml_patches)
+rpatches=$(ompi_patches rml oob)
 mpicc -O2 -o "$logdir/osc_demo" "$repo/examples/osc_demo.c" >"$logdir/demo.log" 2>&1
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 --mca btl ofi,self \
     --mca osc rdma --mca btl_ofi_provider_include shm "$logdir/osc_demo" >>"$logdir/demo.log" 2>&1
@@ -144,16 +139,18 @@ t0=$SECONDS
 DEBIAN_FRONTEND=noninteractive apt-get remove -y "$pkg" >"$logdir/remove.log" 2>&1
 after=$(ofi_line)
 verify=$(dpkg --verify libopenmpi3 2>&1 | grep "mca_btl_ofi\|mca_osc_rdma\|mca_rml_oob" || true)
+diverted=$(dpkg-divert --list "$comp"; dpkg-divert --list "$osc"; dpkg-divert --list "$rml")
+ours_left=$(ompi_patches osc rdma; ompi_patches rml oob)
 if installed; then
     step FAIL remove $t0 "apt-get remove left $pkg installed: $(tail -n 2 "$logdir/remove.log" | paste -sd ' ' -)"
 elif [[ $after != *"Component v$debian)"* ]]; then
     step FAIL remove $t0 "Debian's btl/ofi is not back: ompi_info lists '$after'"
-elif [[ -n $(dpkg-divert --list "$comp")$(dpkg-divert --list "$osc")$(dpkg-divert --list "$rml") ]]; then
-    step FAIL remove $t0 "a diversion is still there: $(dpkg-divert --list "$comp") $(dpkg-divert --list "$osc") $(dpkg-divert --list "$rml")"
+elif [[ -n $diverted ]]; then
+    step FAIL remove $t0 "a diversion is still there: $diverted"
 elif [[ -n $verify || ! -f $comp || ! -f $osc || ! -f $rml ]]; then
     step FAIL remove $t0 "libopenmpi3's $comp, $osc or $rml is not intact: '${verify:-missing}'"
-elif [[ -n $(osc_patches)$(rml_patches) ]]; then
-    step FAIL remove $t0 "ompi_info still loads our osc/rdma or rml/oob ($(osc_patches) $(rml_patches))"
+elif [[ -n $ours_left ]]; then
+    step FAIL remove $t0 "ompi_info still loads our osc/rdma or rml/oob ($ours_left)"
 else
     step PASS remove $t0 "ompi_info: '$after'; Debian's osc/rdma and rml/oob back; dpkg --verify libopenmpi3: its mca_btl_ofi.so, mca_osc_rdma.so and mca_rml_oob.so unchanged"
 fi

@@ -232,8 +232,7 @@ fi
 for fc in "osc rdma dynamic-region-deadlock" "rml oob self-send-copy-before-callback"; do
     read -r fw name fix <<<"$fc"
     t0=$SECONDS
-    patches=$(OMPI_MCA_mca_base_component_path=$cpath ompi_info --param "$fw" "$name" --level 3 2>&1 |
-        grep -o "${fw}_${name}_patches\" (current value: \"[^\"]*" | sed 's/.*value: "//')
+    patches=$(ompi_patches "$fw" "$name" "$cpath")
     if [[ $patches == *"$fix"* ]]; then
         pass "ompi_info $fw:$name is ours" $((SECONDS - t0)) "${fw}_${name}_patches: $patches"
     else

@@ -280,8 +280,7 @@ osc_ours=${BTL_OFI_PREFIX:-$repo/_install}/lib/openmpi/mca_osc_rdma.so
 osc_is_ours() { # log
     local cp patches
     cp=$("$ofirun" --component-path 2>/dev/null) || return 1
-    patches=$(OMPI_MCA_mca_base_component_path=$cp ompi_info --param osc rdma --level 3 2>/dev/null |
-        grep -o 'osc_rdma_patches" (current value: "[^"]*' | sed 's/.*value: "//')
+    patches=$(ompi_patches osc rdma "$cp")
     [[ -n $patches ]] || return 1
     echo "osc/rdma: ours ($patches)" >>"$1"
 }
