@@ -12,6 +12,10 @@
  *   acc         latency of MPI_Accumulate (MPI_SUM) of SIZE bytes of int64
  *               + flush (latency sweep): 8 bytes add to a counter that
  *               is verified, larger sizes into the data region
+ *   accs        the same with a strided target: SIZE bytes of int64 (a
+ *               contiguous origin) into every other int64 of the data
+ *               region (MPI_Type_vector(n, 1, 2)), a derived datatype
+ *               osc/rdma takes in pieces; not in the default list
  *   fop         latency of MPI_Fetch_and_op (int64, MPI_SUM) + flush
  *   cas         latency of MPI_Compare_and_swap (int64) + flush
  *   putbw,getbw W puts (gets) of SIZE bytes in flight, then one flush;
@@ -88,6 +92,16 @@ static void step_accv(long i)
     int n = (int) (cur_size / sizeof(int64_t));
     (void) i;
     MPI_Accumulate(src, n, MPI_INT64_T, TARGET, 0, n, MPI_INT64_T, MPI_SUM, win);
+    MPI_Win_flush(TARGET, win);
+}
+
+static MPI_Datatype strided; /* accs: every other int64 */
+
+static void step_accs(long i)
+{
+    int n = (int) (cur_size / sizeof(int64_t));
+    (void) i;
+    MPI_Accumulate(src, n, MPI_INT64_T, TARGET, 0, 1, strided, MPI_SUM, win);
     MPI_Win_flush(TARGET, win);
 }
 
@@ -184,7 +198,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: osc_bench [options]\n");
     bench_usage_common(stderr);
-    fprintf(stderr, "  ops: put,get,acc,fop,cas,putbw,getbw (default all)\n");
+    fprintf(stderr, "  ops: put,get,acc,accs,fop,cas,putbw,getbw (default all but accs)\n");
 }
 
 int main(int argc, char **argv)
@@ -231,6 +245,9 @@ int main(int argc, char **argv)
             size_t need = (size_t) bench_window(&opt, sizes[k]) * sizes[k];
             region = need > region ? need : region;
         }
+    }
+    if (bench_has(opt.ops, "accs")) {
+        region *= 2; /* the strided target spans twice its bytes */
     }
     region = (region + 63) & ~(size_t) 63;
     acc_disp = (MPI_Aint) region;
@@ -286,6 +303,18 @@ int main(int argc, char **argv)
                 cur_size = sizes[s] < sizeof(int64_t) ? sizeof(int64_t) : sizes[s];
                 bench_line("acc", cur_size, "lat",
                            measure(cur_size > sizeof(int64_t) ? step_accv : step_acc) * 1e6);
+            }
+        }
+        if (bench_has(opt.ops, "accs")) {
+            printf("# start accs lat\n");
+            fflush(stdout);
+            nsizes = bench_sizes(&opt, opt.lat_min, opt.lat_max, sizes);
+            for (int s = 0; s < nsizes; ++s) {
+                cur_size = sizes[s] < sizeof(int64_t) ? sizeof(int64_t) : sizes[s];
+                MPI_Type_vector((int) (cur_size / sizeof(int64_t)), 1, 2, MPI_INT64_T, &strided);
+                MPI_Type_commit(&strided);
+                bench_line("accs", cur_size, "lat", measure(step_accs) * 1e6);
+                MPI_Type_free(&strided);
             }
         }
         for (unsigned k = 0; k < sizeof(amo_ops) / sizeof(amo_ops[0]); ++k) {

@@ -3,7 +3,8 @@
  * int64_t / uint64_t / int32_t / uint32_t; MPI_Compare_and_swap counters on
  * 32- and 64-bit types; MPI_Accumulate (SUM, BXOR, REPLACE) and
  * MPI_Get_accumulate (SUM, NO_OP) on arrays of 1, 7, 32 and 1000 elements,
- * and MPI_Get_accumulate into a strided result datatype.
+ * MPI_Get_accumulate into a strided result datatype, and accumulates with
+ * derived datatypes at the origin and the target (test_derived_all).
  * Every rank hits the same target (rank 0, then rank n-1) at once, under
  * MPI_Win_lock_all with MPI_Win_flush after each operation. Final values are
  * checked exactly, fetched values wherever they are determined, and the
@@ -1010,6 +1011,303 @@ static void test_acc_mixed(int T)
     }
 }
 
+/* ---------------- derived datatypes ---------------- */
+
+/* A window of its own, of int64 elements (displacement unit 8), large
+ * enough for an accumulate of more than one osc/rdma round (1 MiB with
+ * btl/ofi) and for a piece more than 16 KiB past the previous one. */
+#define DWIN_ELEMS 294912 /* 2.25 MiB */
+#define DGARBAGE INT64_C(0x5A5A5A5A5A5A5A5A)
+
+static MPI_Win dwin;
+static int64_t *dbase;
+
+static int64_t dinit(size_t e)
+{
+    return (int64_t) e * 3 - 11;
+}
+
+/* what rank r adds to the j-th element of the target type in repeat k */
+static int64_t dval(int r, int k, int j)
+{
+    return (int64_t) (r + 1) * 1000003 + (int64_t) k * 7919 + j;
+}
+
+/* what rank r puts into gap element e */
+static int64_t dgap(int r, size_t e)
+{
+    return -((int64_t) (r + 1) << 40) - (int64_t) e;
+}
+
+/* target_begin / target_end on the derived-datatype window */
+static void dtarget_begin(int T)
+{
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, dwin));
+    }
+}
+
+static void dtarget_end(int T)
+{
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_unlock(T, dwin));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void dwin_reset(int T)
+{
+    dtarget_begin(T);
+    if (tc_rank == T) {
+        for (size_t e = 0; e < DWIN_ELEMS; ++e) {
+            dbase[e] = dinit(e);
+        }
+    }
+    dtarget_end(T);
+}
+
+typedef struct {
+    const char *name;
+    MPI_Datatype odt;  /* origin: 1 of odt (m of MPI_INT64_T), olen int64 in its buffer */
+    int olen;
+    const int *oel;    /* the origin buffer's index of the type's j-th element */
+    MPI_Datatype tdt;  /* target: tcount of tdt at displacement 0 */
+    int tcount;
+    const int *tel;    /* the window's index of the target's j-th element */
+    int m;             /* elements in the type signature */
+    const int *gaps;   /* elements between the target's that ranks put into */
+    int ngaps;
+    int repeats;
+} dcase_t;
+
+/* Every rank accumulates (MPI_SUM) case c into target T at once, REPEATS
+ * times under MPI_Win_lock_all, flushing after each; between its first
+ * and second accumulate each rank puts into the gap elements it owns
+ * (gap index % size). The target's elements must hold every update
+ * exactly, the gaps what their owner put (an accumulate must never write
+ * a gap back), and every other element its initial value. Elements of
+ * the origin buffer outside the origin type hold garbage that would show
+ * in a sum. */
+static void test_acc_derived(const dcase_t *c, int T)
+{
+    int64_t *obuf = malloc(sizeof(int64_t) * (size_t) c->olen);
+    char what[200];
+
+    CHECK(NULL != obuf, "malloc");
+    snprintf(what, sizeof(what), "accumulate SUM int64 %s, all ranks, target=%d", c->name, T);
+    dwin_reset(T);
+    for (int i = 0; i < c->olen; ++i) {
+        obuf[i] = DGARBAGE;
+    }
+    MPI_CHECK(MPI_Win_lock_all(0, dwin));
+    for (int k = 0; k < c->repeats; ++k) {
+        for (int j = 0; j < c->m; ++j) {
+            obuf[c->oel[j]] = dval(tc_rank, k, j);
+        }
+        MPI_CHECK(MPI_Accumulate(obuf, MPI_INT64_T == c->odt ? c->m : 1, c->odt, T, 0, c->tcount, c->tdt,
+                                 MPI_SUM, dwin));
+        MPI_CHECK(MPI_Win_flush(T, dwin));
+        for (int g = 0; 0 == k && g < c->ngaps; ++g) {
+            if (c->gaps[g] % tc_size == tc_rank) {
+                const int64_t v = dgap(tc_rank, (size_t) c->gaps[g]);
+                MPI_CHECK(MPI_Put(&v, 1, MPI_INT64_T, T, c->gaps[g], 1, MPI_INT64_T, dwin));
+                MPI_CHECK(MPI_Win_flush(T, dwin));
+            }
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(dwin));
+
+    dtarget_begin(T);
+    if (tc_rank == T) {
+        unsigned char *seen = calloc(DWIN_ELEMS, 1);
+        CHECK(NULL != seen, "calloc");
+        for (int j = 0; j < c->m; ++j) {
+            const size_t e = (size_t) c->tel[j];
+            int64_t expect = dinit(e);
+            for (int r = 0; r < tc_size; ++r) {
+                for (int k = 0; k < c->repeats; ++k) {
+                    expect += dval(r, k, j);
+                }
+            }
+            CHECK(dbase[e] == expect, "%s: element %zu (the type's %d-th) is %lld, expected %lld",
+                  what, e, j, (long long) dbase[e], (long long) expect);
+            seen[e] = 1;
+        }
+        for (int g = 0; g < c->ngaps; ++g) {
+            const size_t e = (size_t) c->gaps[g];
+            const int64_t expect = dgap(c->gaps[g] % tc_size, e);
+            CHECK(dbase[e] == expect, "%s: gap element %zu is %lld, not the %lld rank %d put there",
+                  what, e, (long long) dbase[e], (long long) expect, c->gaps[g] % tc_size);
+            seen[e] = 1;
+        }
+        for (size_t e = 0; e < DWIN_ELEMS; ++e) {
+            CHECK(seen[e] || dbase[e] == dinit(e), "%s: element %zu outside the target changed to %lld",
+                  what, e, (long long) dbase[e]);
+        }
+        free(seen);
+    }
+    dtarget_end(T);
+    if (0 == tc_rank) {
+        printf("  ok %s\n", what);
+    }
+    free(obuf);
+}
+
+/* One rank's MPI_Get_accumulate of case c (contiguous origin) with OP into
+ * a strided result (every other element; the others must keep their
+ * value): the fetched elements are the initial ones, in the target type's
+ * order, and the target ends as OP leaves it. */
+static void test_gacc_derived(const dcase_t *c, MPI_Op op, const char *opname, int T)
+{
+    const int origin = (T + 1) % tc_size;
+    int64_t *obuf = malloc(sizeof(int64_t) * (size_t) c->m);
+    int64_t *rbuf = malloc(sizeof(int64_t) * 2 * (size_t) c->m);
+    MPI_Datatype rdt;
+    char what[200];
+
+    CHECK(NULL != obuf && NULL != rbuf, "malloc");
+    snprintf(what, sizeof(what), "get_accumulate %s int64 %s, strided result, target=%d", opname, c->name, T);
+    dwin_reset(T);
+    MPI_CHECK(MPI_Type_vector(c->m, 1, 2, MPI_INT64_T, &rdt));
+    MPI_CHECK(MPI_Type_commit(&rdt));
+    if (tc_rank == origin) {
+        for (int j = 0; j < c->m; ++j) {
+            obuf[j] = dval(tc_rank, 0, j);
+            rbuf[2 * j] = DGARBAGE;
+            rbuf[2 * j + 1] = -2 - j;
+        }
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, dwin));
+        MPI_CHECK(MPI_Get_accumulate(obuf, c->m, MPI_INT64_T, rbuf, 1, rdt, T, 0, c->tcount, c->tdt, op, dwin));
+        MPI_CHECK(MPI_Win_unlock(T, dwin));
+        for (int j = 0; j < c->m; ++j) {
+            const int64_t expect = dinit((size_t) c->tel[j]);
+            CHECK(rbuf[2 * j] == expect, "%s: fetched element %d is %lld, expected %lld", what, j,
+                  (long long) rbuf[2 * j], (long long) expect);
+            CHECK(rbuf[2 * j + 1] == -2 - j, "%s: the result's gap after element %d changed to %lld", what, j,
+                  (long long) rbuf[2 * j + 1]);
+        }
+    }
+    MPI_CHECK(MPI_Type_free(&rdt));
+    dtarget_begin(T);
+    if (tc_rank == T) {
+        for (int j = 0; j < c->m; ++j) {
+            const size_t e = (size_t) c->tel[j];
+            int64_t expect = dinit(e);
+            if (MPI_SUM == op) {
+                expect += dval(origin, 0, j);
+            } else if (MPI_REPLACE == op) {
+                expect = dval(origin, 0, j);
+            }
+            CHECK(dbase[e] == expect, "%s: element %zu is %lld, expected %lld", what, e,
+                  (long long) dbase[e], (long long) expect);
+        }
+    }
+    dtarget_end(T);
+    if (0 == tc_rank) {
+        printf("  ok %s\n", what);
+    }
+    free(obuf);
+    free(rbuf);
+}
+
+/* Accumulates whose origin or target is a derived datatype (osc/rdma
+ * takes them in rounds of target pieces since osc-rdma/patches 0007: one
+ * get of the span a round covers, a put per piece). The cases cross every
+ * place a round ends: more than 256 pieces, pieces in descending order, a
+ * gap of more than 16 KiB, more bytes than one round, and origin and
+ * target pieces of different lengths (the origin is packed). */
+static void test_derived_all(const int targets[2])
+{
+    enum { NV = 300, NI = 6, NBIG = 163840 };
+    static const int idisp[NI] = {6000, 4000, 4100, 0, 10, 200000}, ilen[NI] = {3, 2, 5, 4, 1, 6};
+    int *oel = malloc(sizeof(int) * NBIG), *tel = malloc(sizeof(int) * NBIG);
+    int *ident = malloc(sizeof(int) * NBIG), *gaps = malloc(sizeof(int) * 3 * NV);
+    int *tel2 = malloc(sizeof(int) * 3 * NV), *gaps2 = malloc(sizeof(int) * 3 * NV);
+    int *itel = malloc(sizeof(int) * 32);
+    MPI_Datatype ovec, tvec2, tstride, ocontig, tindexed;
+    int m = 0;
+
+    CHECK(oel && tel && ident && gaps && tel2 && gaps2 && itel, "malloc");
+    MPI_CHECK(MPI_Alloc_mem((MPI_Aint) DWIN_ELEMS * 8, MPI_INFO_NULL, &dbase));
+    MPI_CHECK(MPI_Win_create(dbase, (MPI_Aint) DWIN_ELEMS * 8, 8, MPI_INFO_NULL, MPI_COMM_WORLD, &dwin));
+
+    for (int j = 0; j < NBIG; ++j) {
+        ident[j] = j;
+    }
+    /* origin: 300 blocks of 3 in strides of 4 */
+    MPI_CHECK(MPI_Type_vector(NV, 3, 4, MPI_INT64_T, &ovec));
+    MPI_CHECK(MPI_Type_commit(&ovec));
+    for (int j = 0; j < 3 * NV; ++j) {
+        oel[j] = (j / 3) * 4 + j % 3;
+    }
+    /* target: 450 blocks of 2 in strides of 3, a gap element after each */
+    MPI_CHECK(MPI_Type_vector(3 * NV / 2, 2, 3, MPI_INT64_T, &tvec2));
+    MPI_CHECK(MPI_Type_commit(&tvec2));
+    for (int j = 0; j < 3 * NV; ++j) {
+        tel2[j] = (j / 2) * 3 + j % 2;
+    }
+    for (int g = 0; g < 3 * NV / 2 - 1; ++g) {
+        gaps2[g] = g * 3 + 2;
+    }
+    /* target: 300 single elements in strides of 2 */
+    MPI_CHECK(MPI_Type_vector(NV, 1, 2, MPI_INT64_T, &tstride));
+    MPI_CHECK(MPI_Type_commit(&tstride));
+    for (int j = 0; j < NV; ++j) {
+        tel[j] = 2 * j;
+        gaps[j] = 2 * j + 1;
+    }
+    MPI_CHECK(MPI_Type_contiguous(NV, MPI_INT64_T, &ocontig));
+    MPI_CHECK(MPI_Type_commit(&ocontig));
+    /* target: descending blocks, one 1.5 MiB past the others */
+    MPI_CHECK(MPI_Type_indexed(NI, ilen, idisp, MPI_INT64_T, &tindexed));
+    MPI_CHECK(MPI_Type_commit(&tindexed));
+    for (int b = 0; b < NI; ++b) {
+        for (int x = 0; x < ilen[b]; ++x) {
+            itel[m++] = idisp[b] + x;
+        }
+    }
+
+    const dcase_t cases[] = {
+        {"origin vector 300x3/4 into 900 contiguous", ovec, 4 * NV, oel, MPI_INT64_T, 3 * NV, ident, 3 * NV,
+         NULL, 0, 3},
+        {"origin vector 300x3/4 into target vector 450x2/3", ovec, 4 * NV, oel, tvec2, 1, tel2, 3 * NV, gaps2,
+         3 * NV / 2 - 1, 3},
+        {"contiguous into target vector 300x1/2 (300 pieces)", ocontig, NV, ident, tstride, 1, tel, NV, gaps,
+         NV - 1, 3},
+        {"contiguous into indexed target (descending, 1.5 MiB apart)", MPI_INT64_T, m, ident, tindexed, 1,
+         itel, m, NULL, 0, 3},
+        {"163840 contiguous (1.25 MiB: two rounds)", MPI_INT64_T, NBIG, ident, MPI_INT64_T, NBIG, ident, NBIG,
+         NULL, 0, 1},
+    };
+    const int ncases = (int) (sizeof(cases) / sizeof(cases[0]));
+
+    for (int tt = 0; tt < 2; ++tt) {
+        for (int ci = 0; ci < ncases; ++ci) {
+            test_acc_derived(&cases[ci], targets[tt]);
+        }
+        test_gacc_derived(&cases[3], MPI_SUM, "SUM", targets[tt]);
+        test_gacc_derived(&cases[3], MPI_NO_OP, "NO_OP", targets[tt]);
+        test_gacc_derived(&cases[3], MPI_REPLACE, "REPLACE", targets[tt]);
+        test_gacc_derived(&cases[1], MPI_SUM, "SUM", targets[tt]);
+    }
+
+    MPI_CHECK(MPI_Win_free(&dwin));
+    MPI_CHECK(MPI_Free_mem(dbase));
+    MPI_CHECK(MPI_Type_free(&ovec));
+    MPI_CHECK(MPI_Type_free(&tvec2));
+    MPI_CHECK(MPI_Type_free(&tstride));
+    MPI_CHECK(MPI_Type_free(&ocontig));
+    MPI_CHECK(MPI_Type_free(&tindexed));
+    free(oel);
+    free(tel);
+    free(ident);
+    free(gaps);
+    free(tel2);
+    free(gaps2);
+    free(itel);
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "atomics");
@@ -1106,6 +1404,12 @@ int main(int argc, char **argv)
         window_close();
         tc_say("atomics %s: all fetch_and_op, compare_and_swap and accumulate cases passed (%.2fs)",
                kind_names[kind], tc_now() - t0);
+    }
+
+    {
+        double t0 = tc_now();
+        test_derived_all(targets);
+        tc_say("atomics: accumulates with derived datatypes passed (%.2fs)", tc_now() - t0);
     }
 
     /* MPI_MIN / MPI_MAX on unsigned types, with values that have the top
