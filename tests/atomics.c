@@ -284,20 +284,30 @@ static void window_close(void)
 
 /* Target T sets up its memory: canary around [off, off+len), `len' bytes
  * written by the caller afterwards. Collective. */
-static void target_begin(int T)
+static void target_begin_on(MPI_Win w, int T)
 {
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (tc_rank == T) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, w));
     }
+}
+
+static void target_end_on(MPI_Win w, int T)
+{
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_unlock(T, w));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
+static void target_begin(int T)
+{
+    target_begin_on(win, T);
 }
 
 static void target_end(int T)
 {
-    if (tc_rank == T) {
-        MPI_CHECK(MPI_Win_unlock(T, win));
-    }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    target_end_on(win, T);
 }
 
 static void canary_set(size_t off, size_t len)
@@ -1039,32 +1049,15 @@ static int64_t dgap(int r, size_t e)
     return -((int64_t) (r + 1) << 40) - (int64_t) e;
 }
 
-/* target_begin / target_end on the derived-datatype window */
-static void dtarget_begin(int T)
-{
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    if (tc_rank == T) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, dwin));
-    }
-}
-
-static void dtarget_end(int T)
-{
-    if (tc_rank == T) {
-        MPI_CHECK(MPI_Win_unlock(T, dwin));
-    }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-}
-
 static void dwin_reset(int T)
 {
-    dtarget_begin(T);
+    target_begin_on(dwin, T);
     if (tc_rank == T) {
         for (size_t e = 0; e < DWIN_ELEMS; ++e) {
             dbase[e] = dinit(e);
         }
     }
-    dtarget_end(T);
+    target_end_on(dwin, T);
 }
 
 typedef struct {
@@ -1118,7 +1111,7 @@ static void test_acc_derived(const dcase_t *c, int T)
     }
     MPI_CHECK(MPI_Win_unlock_all(dwin));
 
-    dtarget_begin(T);
+    target_begin_on(dwin, T);
     if (tc_rank == T) {
         unsigned char *seen = calloc(DWIN_ELEMS, 1);
         CHECK(NULL != seen, "calloc");
@@ -1147,7 +1140,7 @@ static void test_acc_derived(const dcase_t *c, int T)
         }
         free(seen);
     }
-    dtarget_end(T);
+    target_end_on(dwin, T);
     if (0 == tc_rank) {
         printf("  ok %s\n", what);
     }
@@ -1189,7 +1182,7 @@ static void test_gacc_derived(const dcase_t *c, MPI_Op op, const char *opname, i
         }
     }
     MPI_CHECK(MPI_Type_free(&rdt));
-    dtarget_begin(T);
+    target_begin_on(dwin, T);
     if (tc_rank == T) {
         for (int j = 0; j < c->m; ++j) {
             const size_t e = (size_t) c->tel[j];
@@ -1203,7 +1196,7 @@ static void test_gacc_derived(const dcase_t *c, MPI_Op op, const char *opname, i
                   (long long) dbase[e], (long long) expect);
         }
     }
-    dtarget_end(T);
+    target_end_on(dwin, T);
     if (0 == tc_rank) {
         printf("  ok %s\n", what);
     }
