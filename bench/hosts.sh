@@ -36,7 +36,7 @@
 #   path:NAME     other one-sided paths of ours on tcp;ofi_rxm, 8-byte put,
 #                 get, fetch-and-op and compare-and-swap latency: the
 #                 progress thread, puts and gets as messages, atomics as
-#                 messages
+#                 messages, osc_rdma_acc_single_intrinsic
 # PROV: tcp;ofi_rxm, sockets and udp;ofi_rxd (PROVIDERS to choose).
 #
 # Writes OUT (default bench/results/hosts-<date>): raw/ every run's output,
@@ -132,10 +132,13 @@ run() { # contender log prov osc btls prog args...
 
 # other one-sided paths of ours, 8-byte latency on tcp;ofi_rxm beside the
 # same run's floor: the progress thread, puts and gets as messages,
-# atomics as messages (udp;ofi_rxd takes the message paths by default)
+# atomics as messages (udp;ofi_rxd takes the message paths by default),
+# and osc/rdma told that accumulates are single elements (its fetch-and-op
+# then one btl atomic without the accumulate lock: osc-rdma/patches 0008)
 paths=("progress-thread:--mca btl_ofi_progress_thread 1"
     "emulated-rma:--mca btl_ofi_emulate_rma 1"
-    "emulated-atomics:--mca btl_ofi_emulate_atomics 1")
+    "emulated-atomics:--mca btl_ofi_emulate_atomics 1"
+    "acc-single-intrinsic:--mca osc_rdma_acc_single_intrinsic true")
 for ((rep = 1; rep <= REPS && !report_only; rep++)); do
     for bind in $BINDINGS; do
         say "repetition $rep of $REPS, --bind-to $bind"

@@ -5,6 +5,9 @@
  * MPI_Get_accumulate (SUM, NO_OP) on arrays of 1, 7, 32 and 1000 elements,
  * MPI_Get_accumulate into a strided result datatype, and accumulates with
  * derived datatypes at the origin and the target (test_derived_all).
+ * "atomics intrinsic": windows with the info key acc_single_intrinsic, the
+ * single-element cases only, and across nodes a count that each
+ * single-element fetch-and-op was one btl atomic (no accumulate lock).
  * Every rank hits the same target (rank 0, then rank n-1) at once, under
  * MPI_Win_lock_all with MPI_Win_flush after each operation. Final values are
  * checked exactly, fetched values wherever they are determined, and the
@@ -258,17 +261,30 @@ static MPI_Win win;
 static unsigned char *wbase;
 static void *wfree;
 static int wkind;
+/* "atomics intrinsic": the windows carry the info key acc_single_intrinsic
+ * (the program promises accumulates of single elements only) and only such
+ * cases run */
+static int intrinsic;
 
 static void window_open(int kind)
 {
+    MPI_Info info = MPI_INFO_NULL;
+
+    if (intrinsic) {
+        MPI_CHECK(MPI_Info_create(&info));
+        MPI_CHECK(MPI_Info_set(info, "acc_single_intrinsic", "true"));
+    }
     wkind = kind;
     wfree = NULL;
     if (kind == WIN_CREATE) {
         CHECK(0 == posix_memalign(&wfree, 4096, WIN_BYTES), "posix_memalign");
         wbase = wfree;
-        MPI_CHECK(MPI_Win_create(wbase, WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+        MPI_CHECK(MPI_Win_create(wbase, WIN_BYTES, 1, info, MPI_COMM_WORLD, &win));
     } else {
-        MPI_CHECK(MPI_Win_allocate(WIN_BYTES, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wbase, &win));
+        MPI_CHECK(MPI_Win_allocate(WIN_BYTES, 1, info, MPI_COMM_WORLD, &wbase, &win));
+    }
+    if (MPI_INFO_NULL != info) {
+        MPI_CHECK(MPI_Info_free(&info));
     }
     MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, tc_rank, 0, win));
     memset(wbase, 0, WIN_BYTES);
@@ -1301,9 +1317,60 @@ static void test_derived_all(const int targets[2])
     free(itel);
 }
 
+/* acc_single_intrinsic on a window across nodes: a single-element
+ * MPI_Fetch_and_op is one btl atomic (osc-rdma/patches 0008), not three
+ * (the accumulate lock's compare-and-swap and its release around it, as
+ * without the promise and through Open MPI 4.1.4's osc/rdma). Counted by
+ * this component's btl_ofi_atomic_count, inside the epoch. On one node the
+ * lock lives in shared memory and stays: nothing to count there. */
+static void test_intrinsic_exchanges(int T)
+{
+    enum { N = 40 };
+    MPI_Comm node;
+    int node_size;
+    char what[160];
+
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_size(node, &node_size));
+    MPI_CHECK(MPI_Comm_free(&node));
+    snprintf(what, sizeof(what), "acc_single_intrinsic: %d fetch_and_op SUM int64, target=%d (%s)", N, T,
+             kind_names[wkind]);
+    slot_init(&types[0], T, SLOT, 0);
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    tc_counters_t before, after;
+    tc_counters_read(&before);
+    for (int k = 0; k < N; ++k) {
+        int64_t one = 1, old = -1;
+        MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        CHECK(old >= 0 && old < (int64_t) N * tc_size, "%s: fetched %lld", what, (long long) old);
+    }
+    tc_counters_read(&after);
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    const uint64_t final = slot_final(&types[0], T, SLOT, what);
+    if (tc_rank == T) {
+        CHECK(final == (uint64_t) N * tc_size, "%s: final %llu, expected %d", what,
+              (unsigned long long) final, N * tc_size);
+    }
+    if (node_size < tc_size && tc_have_counters) {
+        const unsigned long long grew = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
+        CHECK(grew == N, "%s: btl_ofi_atomic_count grew by %llu, expected %d (one atomic each, no "
+                         "accumulate lock)", what, grew, N);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        printf("  ok %s: %s\n", what,
+               node_size < tc_size ? "one btl atomic each" : "one node: the lock stays, not counted");
+    }
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "atomics");
+    intrinsic = argc > 1 && 0 == strcmp(argv[1], "intrinsic");
+    if (0 == tc_rank && intrinsic) {
+        printf("  windows with acc_single_intrinsic: single-element cases only\n");
+    }
     max_amo = read_max_amo();
     if (0 == tc_rank) {
         printf("  osc_rdma_network_max_amo %lu: accumulates of up to %lu element(s) by btl "
@@ -1368,7 +1435,7 @@ int main(int argc, char **argv)
         tc_counters_read(&gb);
         memset(&ge, 0, sizeof(ge));
         for (int ai = 0; ai < 2; ++ai) {
-            for (int ci = 0; ci < 4; ++ci) {
+            for (int ci = 0; ci < (intrinsic ? 1 : 4); ++ci) {
                 for (int tt = 0; tt < 2; ++tt) {
                     for (int oi = 0; oi < 3; ++oi) {
                         test_accumulate(0, acc_ops[oi], acc_types[ai], counts[ci], targets[tt]);
@@ -1387,7 +1454,10 @@ int main(int argc, char **argv)
             counters_group(what, &gb, &ge);
         }
 
-        for (int tt = 0; tt < 2; ++tt) {
+        for (int tt = 0; intrinsic && tt < 2; ++tt) {
+            test_intrinsic_exchanges(targets[tt]);
+        }
+        for (int tt = 0; !intrinsic && tt < 2; ++tt) {
             test_gacc_strided(4, targets[tt]);
             test_gacc_strided(ACC_AMO_MAX, targets[tt]);
             test_gacc_strided(ACC_AMO_MAX + 8, targets[tt]);
@@ -1399,7 +1469,7 @@ int main(int argc, char **argv)
                kind_names[kind], tc_now() - t0);
     }
 
-    {
+    if (!intrinsic) {
         double t0 = tc_now();
         test_derived_all(targets);
         tc_say("atomics: accumulates with derived datatypes passed (%.2fs)", tc_now() - t0);

@@ -14,7 +14,8 @@
 #     and canary with 4 ranks and btl_ofi_emulate_rma 1 on every provider
 #     but udp;ofi_rxd (which carries puts and gets as messages anyway),
 #     and atomics with 4 ranks and osc_rdma_network_max_amo 32 (Open
-#     MPI's default, which osc-rdma/patches 0005 lowers to 1);
+#     MPI's default, which osc-rdma/patches 0005 lowers to 1), and on
+#     windows with acc_single_intrinsic (single-element cases only);
 #  4b. twosided: the cases of tests/twosided/run.sh (pml ob1 over btl
 #     ofi,self only: ping-pong with each protocol forced, unexpected-message
 #     flood, collectives, matching/probe/cancel, one- and two-sided mixed),
@@ -267,6 +268,12 @@ run_mpi_test() { # prov np test [emulated | each | amo32]
         label+=" (osc_rdma_network_max_amo 32)"
         extra=(--mca osc_rdma_network_max_amo 32)
         ;;
+    intrinsic)
+        # windows with the info key acc_single_intrinsic, single-element
+        # cases only; on one node osc/rdma keeps the accumulate lock (the
+        # hosts group counts that it goes without it across hosts)
+        label+=" (acc_single_intrinsic)" args=(intrinsic)
+        ;;
     esac
     if [[ ! -x $bindir/$t ]]; then
         fail "$label" 0 "tests/bin/$t was not compiled"
@@ -327,6 +334,7 @@ if ((any_mpi)); then
         # a get with another region's key, or a hang on shm)
         wanted llist && run_mpi_test "$prov" 4 llist each
         wanted atomics && run_mpi_test "$prov" 4 atomics amo32
+        wanted atomics && run_mpi_test "$prov" 4 atomics intrinsic
         # the message path of puts and gets, forced where it is not the
         # default (udp;ofi_rxd runs it above): larger pieces than rxd's
         if [[ $prov != "udp;ofi_rxd" ]]; then

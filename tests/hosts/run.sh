@@ -13,7 +13,10 @@
 #                            canary): every window flavour and
 #                            synchronisation, ranks 1->2 and 3->0 cross
 #                            the hosts; with ofi,self and ofi,vader,self
-#                            (vader then carries what stays on a host)
+#                            (vader then carries what stays on a host);
+#                            PROG atomics-intrinsic (ofi,self): atomics
+#                            on windows with acc_single_intrinsic, one
+#                            btl atomic per single-element accumulate
 #   dynamic:PROV:BTLS        tests/bin/dynhosts: MPI_Win_create_dynamic,
 #                            attach, put/get/accumulate to a rank on the
 #                            other host (the region table and its lock
@@ -146,6 +149,7 @@ list_cases() {
             # the MCS mutex (tests/mcs.c): its window's state, the tail
             # and the hand-over all cross the hosts
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:mcs"
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-intrinsic"
             # through our osc/rdma with the upstream fix (osc-rdma/):
             # Open MPI 4.1.4's own deadlocks there (ompi issue 10328)
             echo "dynamic:$p:$b"
@@ -687,9 +691,19 @@ run_case() {
     fi
     case $group in
     onesided)
-        compile "$b" >>"$log" || { report FAIL "$label" 0 "compiling $b failed" "$log"; return; }
-        hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$b"
-        judge_job "$label" "$log" $? "$b" "$t0"
+        local prog=$b args=()
+        # atomics on windows with acc_single_intrinsic: one btl atomic per
+        # single-element accumulate, no accumulate lock (osc-rdma/patches
+        # 0008), counted
+        [[ $b == atomics-intrinsic ]] && prog=atomics args=(intrinsic)
+        compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
+        hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$prog" "${args[@]}"
+        rc=$?
+        if [[ $b == atomics-intrinsic ]] && ! osc_is_ours "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
+        else
+            judge_job "$label" "$log" "$rc" "$prog" "$t0"
+        fi
         ;;
     dynamic | dynchurn)
         local prog=dynhosts btls=${a//+/,}
