@@ -1318,11 +1318,14 @@ static void test_derived_all(const int targets[2])
 }
 
 /* acc_single_intrinsic on a window across nodes: a single-element
- * MPI_Fetch_and_op is one btl atomic (osc-rdma/patches 0008), not three
- * (the accumulate lock's compare-and-swap and its release around it, as
- * without the promise and through Open MPI 4.1.4's osc/rdma). Counted by
- * this component's btl_ofi_atomic_count, inside the epoch. On one node the
- * lock lives in shared memory and stays: nothing to count there. */
+ * MPI_Fetch_and_op (or MPI_Rget_accumulate, every other time) is one btl
+ * atomic (osc-rdma/patches 0008), not three (the accumulate lock's
+ * compare-and-swap and its release around it, as without the promise and
+ * through Open MPI 4.1.4's osc/rdma), and so is the MPI_NO_OP read of the
+ * counter after it (a fetching add of 0), which must see at least the
+ * value this rank's add left. Counted by this component's
+ * btl_ofi_atomic_count, inside the epoch. On one node the lock lives in
+ * shared memory and stays: nothing to count there. */
 static void test_intrinsic_exchanges(int T)
 {
     enum { N = 40 };
@@ -1333,17 +1336,28 @@ static void test_intrinsic_exchanges(int T)
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
     MPI_CHECK(MPI_Comm_size(node, &node_size));
     MPI_CHECK(MPI_Comm_free(&node));
-    snprintf(what, sizeof(what), "acc_single_intrinsic: %d fetch_and_op SUM int64, target=%d (%s)", N, T,
-             kind_names[wkind]);
+    snprintf(what, sizeof(what), "acc_single_intrinsic: %d fetch_and_op / rget_accumulate SUM int64 and NO_OP "
+             "reads, target=%d (%s)", N, T, kind_names[wkind]);
     slot_init(&types[0], T, SLOT, 0);
     MPI_CHECK(MPI_Win_lock_all(0, win));
     tc_counters_t before, after;
     tc_counters_read(&before);
     for (int k = 0; k < N; ++k) {
-        int64_t one = 1, old = -1;
-        MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
+        int64_t one = 1, old = -1, now = -1;
+        if (k % 2) {
+            MPI_Request req;
+            MPI_CHECK(MPI_Rget_accumulate(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1,
+                                          MPI_INT64_T, MPI_SUM, win, &req));
+            MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        } else {
+            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
+        }
         MPI_CHECK(MPI_Win_flush(T, win));
         CHECK(old >= 0 && old < (int64_t) N * tc_size, "%s: fetched %lld", what, (long long) old);
+        MPI_CHECK(MPI_Fetch_and_op(NULL, &now, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_NO_OP, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        CHECK(now > old && now <= (int64_t) N * tc_size, "%s: MPI_NO_OP read %lld after this rank's add "
+              "fetched %lld", what, (long long) now, (long long) old);
     }
     tc_counters_read(&after);
     MPI_CHECK(MPI_Win_unlock_all(win));
@@ -1354,8 +1368,8 @@ static void test_intrinsic_exchanges(int T)
     }
     if (node_size < tc_size && tc_have_counters) {
         const unsigned long long grew = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
-        CHECK(grew == N, "%s: btl_ofi_atomic_count grew by %llu, expected %d (one atomic each, no "
-                         "accumulate lock)", what, grew, N);
+        CHECK(grew == 2 * N, "%s: btl_ofi_atomic_count grew by %llu, expected %d (one atomic for each "
+                             "add and each read, no accumulate lock)", what, grew, 2 * N);
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (0 == tc_rank) {
