@@ -291,7 +291,6 @@ runner_main() { # [case...]
     runner_exit
 }
 
-# the comment under a script's #! line, without the '#'
 ompi_patches() { # framework component [component path]
     local fw=$1 name=$2
     [[ -n ${3:-} ]] && local -x OMPI_MCA_mca_base_component_path=$3
@@ -299,6 +298,7 @@ ompi_patches() { # framework component [component path]
         grep -o "${fw}_${name}_patches\" (current value: \"[^\"]*" | sed 's/.*value: "//'
 }
 
+# the comment under a script's #! line, without the '#'
 header_of() { # script
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$1"
 }

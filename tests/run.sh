@@ -247,7 +247,7 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-run_mpi_test() { # prov np test [emulated | each | amo32]
+run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic]
     local prov=$1 np=$2 t=$3 mode=${4:-} emu=
     local label="$prov np=$np $t" log=$logdir/$t-${prov//;/+}-np$np${mode:+-$mode}.log
     local t0=$SECONDS rc
