@@ -10,6 +10,10 @@
 #   bash scripts/mpich-tests.sh rma [PROVIDER ...]
 #       one-sided: osc/rdma over btl/ofi on PROVIDER
 #       (default: shm sockets tcp;ofi_rxm udp;ofi_rxd)
+#       hosts:PROVIDER  the same across two simulated hosts
+#                       (tests/hosts/hosts.sh, one link, --map-by node:
+#                       ranks alternate between the hosts, so every pair
+#                       of neighbours is on two hosts)
 #   bash scripts/mpich-tests.sh coll [CONFIG ...]
 #       collectives with coll/ofi at priority 90 (coll_ofi_priority), and
 #       mpi_yield_when_idle 1 (more ranks than cores here). CONFIG:
@@ -19,6 +23,7 @@
 #                         priority 0 (coll/tuned): Open MPI's own result
 #         btlonly:CONFIG  coll/ofi with coll_ofi_shared_memory 0: every
 #                         peer through the btl, none mapped
+#         hosts:CONFIG    across two simulated hosts (as for rma)
 #       (default: shm vader tuned:vader)
 #
 # Environment:
@@ -110,6 +115,11 @@ setup() { # config
     local c=$1
     run_env=()
     run_args=()
+    runner=("$repo/scripts/ofirun")
+    if [[ $c == *hosts:* ]]; then
+        runner=(bash "$repo/tests/hosts/hosts.sh" mpirun --map-by node)
+        c=${c/hosts:/}
+    fi
     if [[ $suite == rma ]]; then
         run_args=(--mca btl_ofi_provider_include "$c")
         return
@@ -130,6 +140,15 @@ setup() { # config
     fi
 }
 
+# simulated hosts for hosts:CONFIG, made once and removed at the end
+for config in "${configs[@]}"; do
+    [[ $config == *hosts:* ]] || continue
+    bash "$repo/tests/hosts/hosts.sh" up 2 1 >"$dir/logs/hosts-up.log" 2>&1 ||
+        die "cannot make simulated hosts (see $dir/logs/hosts-up.log)"
+    trap 'bash "$repo/tests/hosts/hosts.sh" down >/dev/null 2>&1' EXIT
+    break
+done
+
 for config in "${configs[@]}"; do
     setup "$config"
     pass=0 fail=0 skip=0
@@ -144,7 +163,7 @@ for config in "${configs[@]}"; do
             [[ $word == arg=* ]] && args+=("${word#arg=}")
         done
         log=$dir/logs/$suite-${config//[;:]/+}-$name${args[*]:+-${args[*]// /_}}.log
-        (cd "$tests/$suite" && env "${run_env[@]}" timeout -k 10 "$limit" "$repo/scripts/ofirun" \
+        (cd "$tests/$suite" && env "${run_env[@]}" timeout -k 10 "$limit" "${runner[@]}" \
             -np "$np" "${run_args[@]}" "./$name" "${args[@]}") </dev/null >"$log" 2>&1
         rc=$?
         if ((rc == 0)) && grep -q 'No Errors' "$log"; then

@@ -16,7 +16,9 @@
 #                            (vader then carries what stays on a host);
 #                            PROG atomics-intrinsic (ofi,self): atomics
 #                            on windows with acc_single_intrinsic, one
-#                            btl atomic per single-element accumulate
+#                            btl atomic per single-element accumulate;
+#                            PROG pairs (ofi,self): accumulates of MPI's
+#                            pair types (osc-rdma/patches 0009)
 #   dynamic:PROV:BTLS        tests/bin/dynhosts: MPI_Win_create_dynamic,
 #                            attach, put/get/accumulate to a rank on the
 #                            other host (the region table and its lock
@@ -150,6 +152,9 @@ list_cases() {
             # and the hand-over all cross the hosts
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:mcs"
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-intrinsic"
+            # accumulates of MPI's pair types, whose padding osc/rdma 4.1.4
+            # took for data (osc-rdma/patches 0009)
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:pairs"
             # through our osc/rdma with the upstream fix (osc-rdma/):
             # Open MPI 4.1.4's own deadlocks there (ompi issue 10328)
             echo "dynamic:$p:$b"
@@ -699,7 +704,7 @@ run_case() {
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
         hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$prog" "${args[@]}"
         rc=$?
-        if [[ $b == atomics-intrinsic ]] && ! osc_is_ours "$log"; then
+        if [[ $b == atomics-intrinsic || $b == pairs ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
         else
             judge_job "$label" "$log" "$rc" "$prog" "$t0"
