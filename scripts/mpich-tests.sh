@@ -14,6 +14,11 @@
 #                       (tests/hosts/hosts.sh, one link, --map-by node:
 #                       ranks alternate between the hosts, so every pair
 #                       of neighbours is on two hosts)
+#   bash scripts/mpich-tests.sh pt2pt [PROVIDER ...]
+#       two-sided: pml ob1 over btl/ofi on PROVIDER (hosts:PROVIDER too),
+#       mpi_yield_when_idle 1 (more ranks than cores here); vader and tcp
+#       (btl vader,self or tcp,self): Open MPI's own result
+#       (default: shm sockets tcp;ofi_rxm udp;ofi_rxd)
 #   bash scripts/mpich-tests.sh coll [CONFIG ...]
 #       collectives with coll/ofi at priority 90 (coll_ofi_priority), and
 #       mpi_yield_when_idle 1 (more ranks than cores here). CONFIG:
@@ -57,10 +62,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 suite=${1:-}
 shift || true
 case $suite in
-rma) defaults=(shm sockets "tcp;ofi_rxm" "udp;ofi_rxd") npdef=4 ;;
+rma | pt2pt) defaults=(shm sockets "tcp;ofi_rxm" "udp;ofi_rxd") npdef=4 ;;
 coll) defaults=(shm vader tuned:vader) npdef=8 ;;
 *)
-    echo "usage: scripts/mpich-tests.sh rma|coll [CONFIG ...]" >&2
+    echo "usage: scripts/mpich-tests.sh rma|pt2pt|coll [CONFIG ...]" >&2
     exit 2
     ;;
 esac
@@ -122,6 +127,16 @@ setup() { # config
     fi
     if [[ $suite == rma ]]; then
         run_args=(--mca btl_ofi_provider_include "$c")
+        return
+    fi
+    if [[ $suite == pt2pt ]]; then
+        run_args=(--mca mpi_yield_when_idle 1)
+        case $c in
+        # Open MPI's own btls, the reference
+        # shellcheck disable=SC2054 # the comma is part of the btl list
+        vader | tcp) run_env=(OFIRUN_BTLS=$c,self) ;;
+        *) run_args+=(--mca btl_ofi_provider_include "$c") ;;
+        esac
         return
     fi
     run_args=(--mca mpi_yield_when_idle 1 --mca coll_ofi_priority 90)
