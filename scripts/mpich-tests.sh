@@ -120,9 +120,13 @@ setup() { # config
     local c=$1
     run_env=()
     run_args=()
+    local yield=(--mca mpi_yield_when_idle 1)
     runner=("$repo/scripts/ofirun")
     if [[ $c == *hosts:* ]]; then
+        # hosts.sh mpirun passes mpi_yield_when_idle itself (Open MPI
+        # refuses a parameter given twice)
         runner=(bash "$repo/tests/hosts/hosts.sh" mpirun --map-by node)
+        yield=()
         c=${c/hosts:/}
     fi
     if [[ $suite == rma ]]; then
@@ -130,7 +134,7 @@ setup() { # config
         return
     fi
     if [[ $suite == pt2pt ]]; then
-        run_args=(--mca mpi_yield_when_idle 1)
+        run_args=("${yield[@]}")
         case $c in
         # Open MPI's own btls, the reference
         # shellcheck disable=SC2054 # the comma is part of the btl list
@@ -139,9 +143,9 @@ setup() { # config
         esac
         return
     fi
-    run_args=(--mca mpi_yield_when_idle 1 --mca coll_ofi_priority 90)
+    run_args=("${yield[@]}" --mca coll_ofi_priority 90)
     if [[ $c == tuned:* ]]; then
-        run_args=(--mca mpi_yield_when_idle 1 --mca coll_ofi_priority 0)
+        run_args=("${yield[@]}" --mca coll_ofi_priority 0)
         c=${c#tuned:}
     elif [[ $c == btlonly:* ]]; then
         run_args+=(--mca coll_ofi_shared_memory 0)
