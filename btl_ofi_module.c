@@ -144,8 +144,13 @@ static int mca_btl_ofi_del_procs(mca_btl_base_module_t *btl, size_t nprocs,
             opal_hash_table_remove_value_uint64(&module->endpoints_by_proc, key);
             opal_hash_table_remove_value_uint64(&module->endpoints_by_name,
                                                 mca_btl_ofi_name_key(&procs[i]->proc_name));
+            /* not released yet: a send the provider refused for now (in
+             * a context's queue) or one in flight still names it, and is
+             * posted or completed later, at the latest by finalize's
+             * drain (which read the freed addresses: a crash at
+             * MPI_Finalize across hosts with coll/ofi's messages queued) */
             opal_list_remove_item(&module->endpoints, &endpoint->super);
-            OBJ_RELEASE(endpoint);
+            opal_list_append(&module->retired, &endpoint->super);
         }
         if (NULL != peers) {
             peers[i] = NULL;
@@ -508,6 +513,9 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
     while (NULL != (item = opal_list_remove_first(&module->endpoints))) {
         OBJ_RELEASE(item);
     }
+    while (NULL != (item = opal_list_remove_first(&module->retired))) {
+        OBJ_RELEASE(item);
+    }
     mca_btl_ofi_module_contexts_destroy(module);
     OBJ_DESTRUCT(&module->frags);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
@@ -577,6 +585,7 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     memcpy(module, &mca_btl_ofi_module_template, sizeof(*module));
     OBJ_CONSTRUCT(&module->lock, opal_mutex_t);
     OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
+    OBJ_CONSTRUCT(&module->retired, opal_list_t);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
     OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
@@ -618,6 +627,7 @@ void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
     OBJ_DESTRUCT(&module->exposed_regs);
     OBJ_DESTRUCT(&module->frags);
     OBJ_DESTRUCT(&module->endpoints);
+    OBJ_DESTRUCT(&module->retired);
     OBJ_DESTRUCT(&module->lock);
     free(module);
 }

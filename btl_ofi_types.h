@@ -350,6 +350,9 @@ typedef struct mca_btl_ofi_module_t {
      * name: mca_btl_ofi_seq_in_t (btl_ofi_seq.c), under `lock' */
     opal_hash_table_t seq_in;
     opal_list_t endpoints;
+    /* endpoints del_procs let go of: messages still queued or in flight
+     * name them until finalize has drained (released there) */
+    opal_list_t retired;
 
     /* messaging: enabled when a context must receive (emulated atomics,
      * two-sided traffic); msg_size is the size of one receive buffer */
