@@ -18,16 +18,18 @@
  * appended them. A lost or doubled link fails, naming the element.
  *
  * Mode `each' attaches every element on its own, as it is appended, the
- * way list and tree codes grow a dynamic window: each on its own page,
- * below the ones before, so every attach inserts in front of the owner's
- * region table and moves all of it. After each append the rank walks the
+ * way list and tree codes grow a dynamic window: each on its own page, a
+ * free page below the one before (attachments on pages that touch merge
+ * into one region since osc-rdma/patches 0010), so every attach inserts
+ * a region in front of the owner's region table and moves all of it. After each append the rank walks the
  * whole list, so other ranks look addresses up in that table while it
  * moves. On one node osc/rdma 4.1.4 searched that table unprotected and
  * kept a pointer into it (osc-rdma/patches/0003): a region attached long
  * before was missed (MPI_ERR_RMA_RANGE) or a get went out with another
  * region's key (refused on sockets, never answered on shm: a hang, which
- * the harness's timeout fails). osc/rdma allows osc_rdma_max_attach (64)
- * regions per rank, so N is at most 63 there (default 40).
+ * the harness's timeout fails). Open MPI 4.1.4's osc/rdma allows
+ * osc_rdma_max_attach (64) regions per rank, so N is at most 63 there
+ * (default 40).
  *
  *   mpirun -np N tests/bin/llist [elements per rank] [each]   (default 200)
  */
@@ -84,8 +86,8 @@ int main(int argc, char **argv)
     CHECK(n > 0 && n < (each ? 64 : (1L << 20)), "elements per rank: 1 .. %s",
           each ? "63 (osc_rdma_max_attach)" : "2^20");
     const size_t page = 4096;
-    /* stride between elements: one page each in mode each */
-    const size_t stride = each ? page : sizeof(llist_elem_t);
+    /* stride between elements: in mode each a page and a free one */
+    const size_t stride = each ? 2 * page : sizeof(llist_elem_t);
     if (!tc_dynamic_windows()) {
         tc_say("llist: dynamic windows left out (BTL_OFI_NO_DYNAMIC=1): not run");
         tc_finish();
@@ -96,7 +98,7 @@ int main(int argc, char **argv)
     char *arena = NULL;
     MPI_CHECK(MPI_Alloc_mem((MPI_Aint) ((size_t) (n + 2) * stride), MPI_INFO_NULL, &arena));
     memset(arena, 0, (size_t) (n + 2) * stride);
-    /* element i; mode each: on page n - i of the aligned arena, so that
+    /* element i; mode each: in slot n - i (2 pages each) of the aligned arena, so that
      * every element is attached below (in front of) the earlier ones */
     char *base = each ? (char *) (((uintptr_t) arena + page - 1) & ~(uintptr_t) (page - 1)) : arena;
 #define ELEM(i) ((llist_elem_t *) (base + (size_t) (each ? n - (i) : (i)) * stride))

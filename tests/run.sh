@@ -56,7 +56,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics pairs sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package"
+#   TESTS="putget atomics pairs dynattach sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -81,11 +81,11 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics pairs sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package}
+TESTS=${TESTS:-putget atomics pairs dynattach sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
-mpi_tests=(putget atomics pairs sync canary mcs llist selfspin)
+mpi_tests=(putget atomics pairs dynattach sync canary mcs llist selfspin)
 
 export BTL_OFI_TEST_BIN=$bindir BTL_OFI_LOG_DIR=$logdir
 # The debugging switch of the test programs must never be on here.

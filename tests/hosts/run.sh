@@ -19,6 +19,10 @@
 #                            btl atomic per single-element accumulate;
 #                            PROG pairs (ofi,self): accumulates of MPI's
 #                            pair types (osc-rdma/patches 0009)
+#   dynattach:PROV           tests/dynattach.c (ofi,self): attachments
+#                            that touch merged into one region
+#                            (osc-rdma/patches 0010), accesses across
+#                            them, the region tables read through the btl
 #   dynamic:PROV:BTLS        tests/bin/dynhosts: MPI_Win_create_dynamic,
 #                            attach, put/get/accumulate to a rank on the
 #                            other host (the region table and its lock
@@ -159,6 +163,7 @@ list_cases() {
             # Open MPI 4.1.4's own deadlocks there (ompi issue 10328)
             echo "dynamic:$p:$b"
         done
+        echo "dynattach:$p"
         for prog in pingpong flood mixed late; do
             echo "twosided:$p:$prog"
         done
@@ -244,7 +249,7 @@ trap 'exit 130' INT TERM
 hosts_job() { # log secs btls prov args...
     local log=$1 secs=$2 btls=$3 prov=$4
     shift 4
-    OFIRUN_BTLS=$btls BTL_OFI_EXPECT_PROVIDER=$prov BTL_OFI_NO_DYNAMIC=1 run_logged "$log" "$secs" \
+    OFIRUN_BTLS=$btls BTL_OFI_EXPECT_PROVIDER=$prov BTL_OFI_NO_DYNAMIC=${no_dynamic:-1} run_logged "$log" "$secs" \
         bash "$here/hosts.sh" mpirun -np "${NP:-4}" -x BTL_OFI_EXPECT_PROVIDER -x BTL_OFI_NO_DYNAMIC \
         --mca btl_ofi_provider_include "$prov" "$@"
 }
@@ -667,6 +672,7 @@ run_case() {
     onesided) label="hosts $prov ${a//+/,} $b" ;;
     dynamic) label="hosts $prov ${a//+/,} dynamic windows" ;;
     dynchurn) label="hosts $prov dynamic windows, regions attached and detached every round" ;;
+    dynattach) label="hosts $prov dynamic windows, neighbouring attachments as one region" ;;
     dynhang) label="hosts $prov dynamic windows through Debian's own osc/rdma: the deadlock of ompi issue 10328" ;;
     twosided) label="hosts $prov twosided $a" ;;
     lost) label="hosts $prov lost $([[ $b == rank ]] && echo "rank 3 on h2" || echo host) during $a ($b)" ;;
@@ -710,15 +716,22 @@ run_case() {
             judge_job "$label" "$log" "$rc" "$prog" "$t0"
         fi
         ;;
-    dynamic | dynchurn)
+    dynamic | dynchurn | dynattach)
         local prog=dynhosts btls=${a//+/,}
         [[ $group == dynchurn ]] && prog=dynchurn btls=ofi,self
+        [[ $group == dynattach ]] && prog=dynattach btls=ofi,self
         if [[ ! -f $osc_ours ]]; then
             report FAIL "$label" 0 "no osc/rdma of ours in $osc_ours (built with BTL_OFI_OMPI_FIXES=0?): Debian's deadlocks on dynamic windows across hosts (scripts/build-ompi-fixes.sh)"
             return
         fi
-        build "$prog" "$here/$prog.c" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
-        hosts_job "$log" 120 "$btls" "$prov" "$bindir/$prog"
+        if [[ $group == dynattach ]]; then
+            # tests/dynattach.c: the region tables it merges are read
+            # through the btl from the other host (dynamic windows on)
+            compile dynattach >>"$log" || { report FAIL "$label" 0 "compiling dynattach failed" "$log"; return; }
+        else
+            build "$prog" "$here/$prog.c" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
+        fi
+        no_dynamic=0 hosts_job "$log" 120 "$btls" "$prov" "$bindir/$prog"
         rc=$?
         if ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
