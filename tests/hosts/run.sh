@@ -103,6 +103,11 @@
 #   coll:PROV                tests/coll/colltest.c with coll/ofi raised
 #                            (coll_ofi_priority 90) over ofi,self: every
 #                            result checked, coll/ofi must serve
+#   collfinal:PROV           tests/coll/collfinal.c the same way: 16
+#                            small reductions, then MPI_Finalize at once,
+#                            the root's done counts to the other host
+#                            maybe still queued in the btl (it crashed
+#                            in MPI_Finalize on tcp;ofi_rxm before 787068c)
 #   colldetached:PROV        tests/coll/colldetached.c the same way: after
 #                            each collective every rank leaves MPI and
 #                            waits for the others outside it (marker files
@@ -171,6 +176,7 @@ list_cases() {
         echo "roundtrip:$p"
         echo "coll:$p"
         echo "colldetached:$p"
+        echo "collfinal:$p"
         echo "dynchurn:$p"
         for m in rma msg; do
             # (udp;ofi_rxd msg: the victim, flooded while it still starts,
@@ -683,6 +689,7 @@ run_case() {
     roundtrip) label="hosts $prov roundtrip: 4000 x put, get, fop, cas, acc + flush, ranks on one core" ;;
     coll) label="hosts $prov coll/ofi" ;;
     colldetached) label="hosts $prov coll/ofi, ranks out of MPI after each collective" ;;
+    collfinal) label="hosts $prov coll/ofi, MPI_Finalize right after reductions" ;;
     shm) label="hosts shm ${pname//+/,} across hosts" ;;
     *)
         report FAIL "$c" 0 "unknown case (see --list)"
@@ -842,6 +849,23 @@ run_case() {
             report FAIL "$label" $((SECONDS - t0)) "coll/ofi did not serve MPI_COMM_WORLD with its one peer on the same host mapped" "$log"
         else
             report PASS "$label" $((SECONDS - t0)) "$(grep -m1 -o 'OK colldetached: .*' "$log" | cut -c18-); 1 peer on the same host through shared memory, 2 through the btl"
+        fi
+        ;;
+    collfinal)
+        if ! mpicc -O2 -Wall -o "$bindir/collfinal" "$tests/coll/collfinal.c" >>"$log" 2>&1; then
+            report FAIL "$label" 0 "compiling collfinal failed" "$log"
+            return
+        fi
+        hosts_job "$log" "$test_timeout" ofi,self "$prov" --mca coll_ofi_priority 90 \
+            --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/collfinal" 16
+        rc=$?
+        why=$(coll_common_why "$log" "$rc" '^OK collfinal: 16 reductions on 4 ranks')
+        if [[ -n $why ]]; then
+            report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
+        elif ! grep -q 'coll:ofi: communicator 0 rank 0: served .* [1-9][0-9]* reduce.*; [1-9][0-9]* done counts told' "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "coll/ofi's root told no done count (the messages this case is about were not sent)" "$log"
+        else
+            report PASS "$label" $((SECONDS - t0)) "16 reductions, every sum right, MPI_Finalize at once on every rank, clean exit; $(grep -m1 -o '[0-9]* done counts told' "$log") by the root"
         fi
         ;;
     busy)
