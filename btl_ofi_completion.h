@@ -163,7 +163,8 @@ enum {
     MCA_BTL_OFI_RMA_GET,
     MCA_BTL_OFI_RMA_AOP,
     MCA_BTL_OFI_RMA_FOP,
-    MCA_BTL_OFI_RMA_CSWAP
+    MCA_BTL_OFI_RMA_CSWAP,
+    MCA_BTL_OFI_RMA_PUTV /* a message of gathered puts (btl_ofi_putv.c) */
 };
 
 /** The callback of the layer that posted the operation COMP belongs to

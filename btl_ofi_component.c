@@ -7,6 +7,7 @@
 #define MCA_BTL_OFI_COMPONENT_DEFINITION
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
+#include "btl_ofi_putv.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
@@ -360,6 +361,19 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->put_notify_size);
 
+    c->put_gather_size = 1024;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "put_gather_size",
+        "Puts without completion callback (osc/rdma's, finished by a flush) of at most this "
+        "many bytes to one peer are gathered and sent as one message, which the target's "
+        "progress stores piece by piece: a derived datatype of many small pieces (a column of "
+        "a matrix, a strided ARMCI put) then costs a few messages instead of one exchange per "
+        "piece. Only where this process sends messages anyway and puts are not already carried "
+        "as messages, with one thread in the component (no MPI_THREAD_MULTIPLE, no "
+        "btl_ofi_progress_thread), with one rail. 0: never. Default 1024",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->put_gather_size);
+
     c->progress_thread_interval = 200;
     (void) mca_btl_ofi_reg_int("progress_thread_interval",
                                "Microseconds the progress thread sleeps between two passes over "
@@ -481,6 +495,10 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             offsetof(mca_btl_ofi_counters_t, recv_count));
     mca_btl_ofi_reg_counter("recv_bytes", "Bytes of messages received, headers included",
                             offsetof(mca_btl_ofi_counters_t, recv_bytes));
+    mca_btl_ofi_reg_counter("put_gathered",
+                            "Of put_count, the small puts gathered and sent in messages of "
+                            "several (btl_ofi_put_gather_size)",
+                            offsetof(mca_btl_ofi_counters_t, put_gathered));
     mca_btl_ofi_reg_counter("put_notified",
                             "Peers' puts that arrived in this process's memory and announced "
                             "it (btl_ofi_put_notify_size)",
@@ -1073,6 +1091,7 @@ static void mca_btl_ofi_msg_handlers_set(void)
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_PUT, mca_btl_ofi_rma_serve);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_GET, mca_btl_ofi_rma_serve);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RMA_RESP, mca_btl_ofi_rma_answer);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_PUTV, mca_btl_ofi_putv_serve);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RAIL_CUT, mca_btl_ofi_rail_cut_heard);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_ACK, mca_btl_ofi_seq_acked);
 }

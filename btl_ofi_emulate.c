@@ -18,6 +18,7 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_completion.h"
+#include "btl_ofi_putv.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -381,6 +382,10 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
 
     if (len < sizeof(*resp)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short put or get response");
+        return;
+    }
+    if (MCA_BTL_OFI_MSG_PUTV == resp->hdr.op) {
+        mca_btl_ofi_putv_answer(context, buf, len); /* a message of gathered puts */
         return;
     }
     data = MCA_BTL_OFI_MSG_GET == resp->hdr.op && OPAL_SUCCESS == resp->status;

@@ -627,7 +627,7 @@ bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
      * and tables, under our locks) */
     return NULL != hdr
            && (MCA_BTL_OFI_MSG_AMO_REQ == hdr->type || MCA_BTL_OFI_MSG_PUT == hdr->type
-               || MCA_BTL_OFI_MSG_GET == hdr->type);
+               || MCA_BTL_OFI_MSG_GET == hdr->type || MCA_BTL_OFI_MSG_PUTV == hdr->type);
 }
 
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,

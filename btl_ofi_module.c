@@ -15,6 +15,7 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
+#include "btl_ofi_putv.h"
 
 #include <sys/random.h>
 #include <time.h>
@@ -414,6 +415,9 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     mca_btl_ofi_context_t *only = mca_btl_ofi_component.only_context;
     (void) btl;
     (void) endpoint;
+
+    /* gathered puts first: what follows waits for their answers */
+    mca_btl_ofi_putv_send_all();
 
     /* At least one pass even with nothing of ours in flight: osc/rdma
      * calls this on every MPI_Win_flush, also when all it did completed
@@ -862,6 +866,21 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
         if (module->msg_size < sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size) {
             module->msg_size = sizeof(mca_btl_ofi_msg_hdr_t) + module->super.btl_max_send_size;
         }
+    }
+    /* Small puts to one peer in one message (btl_ofi_putv.c): a provider's
+     * RMA takes one exchange per put however small, while a message of
+     * many pieces costs about one (tcp;ofi_rxm: 1024 puts of 8 bytes 10 ms
+     * one by one). Where this process receives messages anyway and the
+     * puts are not already messages; with one thread in the component
+     * only (the gathered pieces are kept without a lock). Not on shm: its
+     * writes are one copy by the kernel each (about a microsecond), and
+     * under mpi_yield_when_idle every gathered message waited 8 ms for
+     * its answer there (not understood yet) */
+    module->putv_max = 0;
+    if (component->put_gather_size > 0 && module->messaging && !module->rma_emulated
+        && !component->locking && module->msg_size >= 4096
+        && 0 != strcmp(info->fabric_attr->prov_name, "shm")) {
+        module->putv_max = mca_btl_ofi_min(component->put_gather_size, module->msg_size / 4);
     }
     module->tx_limit = info->tx_attr->size > 0 ? (int64_t) info->tx_attr->size : INT64_MAX;
     module->multi_recv_size = 0;

@@ -25,6 +25,7 @@
 #include "btl_ofi_context.h"
 #include "btl_ofi_progress.h"
 #include "btl_ofi_emulate.h"
+#include "btl_ofi_putv.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
@@ -431,6 +432,11 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
     ssize_t count;
 
+    /* puts gathered since the last pass leave now: none waits for more
+     * than the caller's next call into MPI (only with one thread) */
+    if (OPAL_UNLIKELY(0 != context->putv.count)) {
+        mca_btl_ofi_putv_send(context);
+    }
     /* another thread is draining this context: nothing to add. Draining
      * includes running the callbacks of what it read: a thread that read
      * the next completions meanwhile ran theirs first, and a receiver

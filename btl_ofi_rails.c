@@ -591,6 +591,7 @@ void mca_btl_ofi_rails_join(mca_btl_ofi_module_t *module)
      * failed link holds is known */
     module->track = true;
     module->bare_limit = 0;
+    module->putv_max = 0; /* a gathered message has no completion to send again */
     module->super.btl_sendi = NULL;
     mca_btl_ofi_atomics_rails(module);
     /* large puts and gets are split over the rails */

@@ -15,6 +15,7 @@
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
+#include "btl_ofi_putv.h"
 
 #include "opal/util/error.h"
 #include "opal/util/proc.h"
@@ -169,9 +170,19 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
     (void) flags;
     (void) order;
 
-    if (OPAL_LIKELY(NULL == cbfunc && size < module->bare_limit && !endpoint->dead)) {
-        return mca_btl_ofi_put_bare(module, endpoint, local_address, remote_address, local_handle,
-                                    remote_handle, size);
+    if (OPAL_LIKELY(NULL == cbfunc && !endpoint->dead)) {
+        /* small ones gathered into one message per peer (0 == putv_max
+         * where they are not); one that could not be goes on below */
+        if (size <= module->putv_max
+            && OPAL_SUCCESS
+                   == mca_btl_ofi_putv_add(module, endpoint, local_address, remote_address,
+                                           remote_handle, size)) {
+            return OPAL_SUCCESS;
+        }
+        if (OPAL_LIKELY(size < module->bare_limit)) {
+            return mca_btl_ofi_put_bare(module, endpoint, local_address, remote_address,
+                                        local_handle, remote_handle, size);
+        }
     }
     return mca_btl_ofi_put_general(btl, endpoint, local_address, remote_address, local_handle,
                                    remote_handle, size, cbfunc, cbcontext, cbdata);

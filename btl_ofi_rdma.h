@@ -71,8 +71,9 @@ static inline void *mca_btl_ofi_local_desc(mca_btl_base_registration_handle_t *h
 /** The libfabric call behind a kind, for reports. */
 static inline const char *mca_btl_ofi_rma_call(int kind)
 {
-    static const char *const calls[] = {"?", "fi_write", "fi_read", "fi_fetch_atomic",
-                                        "fi_fetch_atomic", "fi_compare_atomic"};
+    static const char *const calls[] = {"?",           "fi_write",          "fi_read",
+                                        "fi_fetch_atomic", "fi_fetch_atomic", "fi_compare_atomic",
+                                        "fi_send"};
     return calls[kind];
 }
 

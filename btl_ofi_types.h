@@ -126,6 +126,8 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t send_bytes;
     uint64_t recv_count;
     uint64_t recv_bytes;
+    /* of put_count, the puts gathered into messages (btl_ofi_putv.c) */
+    uint64_t put_gathered;
     /* peers' puts that arrived in our memory with remote completion data
      * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
     volatile int64_t put_notified;
@@ -200,6 +202,18 @@ typedef struct mca_btl_ofi_context_t {
      * queue order (only with btl_ofi_progress_thread and emulated atomics) */
     struct fi_cq_data_entry *deferred;
     int deferred_count;
+    /* small puts without callback gathered for one peer, sent as one
+     * message (btl_ofi_putv.c; only where no other thread runs in the
+     * component, so without a lock) */
+    struct {
+        struct mca_btl_base_endpoint_t *to; /* NULL: nothing gathered */
+        uint64_t key;
+        uint32_t key_rail;
+        uint32_t count; /* pieces */
+        size_t bytes;   /* their data */
+        char *head;     /* header, then the pieces' descriptions */
+        char *data;     /* their bytes */
+    } putv;
     struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
 
@@ -360,6 +374,9 @@ typedef struct mca_btl_ofi_module_t {
     bool amo_emulated; /* atomics carried as messages, applied by the target */
     bool rma_emulated; /* puts and gets carried as messages (btl_ofi_emulate.c) */
     size_t rma_chunk;  /* data bytes one such message carries */
+    /* puts without callback of at most this many bytes are gathered into
+     * messages (btl_ofi_putv.c); 0: none are */
+    size_t putv_max;
     size_t msg_size;
     size_t inject_size;
     /* drive the provider once after each message posted: it only queues
@@ -437,6 +454,7 @@ typedef struct mca_btl_ofi_component_t {
     int max_rails;          /* modules (one per interface) at most */
     size_t rail_split_size; /* puts and gets from this size are split over the rails */
     size_t put_notify_size; /* puts from this size carry remote CQ data, 0: none */
+    size_t put_gather_size; /* puts up to this size gathered into messages, 0: none */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

@@ -19,6 +19,7 @@ enum {
     MCA_BTL_OFI_MSG_PUT = 6,      /* emulated put: store the enclosed bytes */
     MCA_BTL_OFI_MSG_GET = 7,      /* emulated get: send me these bytes */
     MCA_BTL_OFI_MSG_RMA_RESP = 8, /* emulated put stored, or get's bytes enclosed */
+    MCA_BTL_OFI_MSG_PUTV = 9,     /* gathered small puts: store each enclosed piece */
     MCA_BTL_OFI_MSG_TYPES         /* one past the last */
 };
 
@@ -81,6 +82,17 @@ typedef struct mca_btl_ofi_rma_msg_t {
     uint32_t key_rail;
     uint32_t pad;
 } mca_btl_ofi_rma_msg_t;
+
+/* A message of gathered puts (MCA_BTL_OFI_MSG_PUTV): the header above
+ * (req_id; key and key_rail, the one registration every piece lies in;
+ * len, the data bytes; pieces, how many), then `pieces' of these, then
+ * their bytes one after the other. Answered by one RMA_RESP whose op is
+ * MCA_BTL_OFI_MSG_PUTV, once every piece is stored, or with an error and
+ * none stored. */
+typedef struct mca_btl_ofi_putv_piece_t {
+    uint64_t addr; /* target address */
+    uint64_t len;
+} mca_btl_ofi_putv_piece_t;
 
 /* Size of one emulated-RMA message where any message size works. */
 #define MCA_BTL_OFI_RMA_MSG_SIZE 16384

@@ -269,12 +269,14 @@ enum {
     TC_PUT_BYTES,
     TC_GET_BYTES,
     TC_PUT_NOTIFIED,
+    TC_PUT_GATHERED,
     TC_NCOUNTERS
 };
 
 static const char *const tc_counter_names[TC_NCOUNTERS] = {
-    "btl_ofi_put_count", "btl_ofi_get_count",  "btl_ofi_atomic_count",
-    "btl_ofi_put_bytes", "btl_ofi_get_bytes",  "btl_ofi_put_notified",
+    "btl_ofi_put_count", "btl_ofi_get_count",    "btl_ofi_atomic_count",
+    "btl_ofi_put_bytes", "btl_ofi_get_bytes",    "btl_ofi_put_notified",
+    "btl_ofi_put_gathered",
 };
 
 typedef struct {

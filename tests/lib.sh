@@ -123,7 +123,7 @@ build() { # name src [deps and flags...]
 compile() { # prog
     local inc
     case $1 in
-    hello | putget | atomics | pairs | dynattach | sync | canary | mcs | llist | selfspin) build "$1" "$tests/$1.c" ;;
+    hello | putget | atomics | pairs | dynattach | gather | sync | canary | mcs | llist | selfspin) build "$1" "$tests/$1.c" ;;
     workload | death | soak) build "$1" "$tests/faults/$1.c" ;;
     regexpose)
         # it includes ompi_config.h and drives the BTL API: Open MPI's

@@ -56,7 +56,7 @@
 # Exit status 1 if anything failed.
 #
 # Environment:
-#   TESTS="putget atomics pairs dynattach sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package"
+#   TESTS="putget atomics pairs dynattach gather sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package"
 #                                          which tests to run
 #   PROVIDERS="shm sockets tcp;ofi_rxm udp;ofi_rxd"
 #   NPS="2 4"                              rank counts
@@ -81,7 +81,7 @@ bindir=$here/bin
 logdir=$here/logs
 ofirun=$repo/scripts/ofirun
 
-TESTS=${TESTS:-putget atomics pairs dynattach sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package}
+TESTS=${TESTS:-putget atomics pairs dynattach gather sync canary mcs llist selfspin twosided coll faults hosts badinput threads progress helgrind intree bench package}
 PROVIDERS=${PROVIDERS:-shm sockets tcp;ofi_rxm udp;ofi_rxd}
 NPS=${NPS:-2 4}
 test_timeout=${BTL_OFI_TEST_TIMEOUT:-300}
@@ -197,7 +197,7 @@ echo "libfabric: $(fi_info --version 2>/dev/null | tr '\n' ' ')"
 # ------------------------------------------------------------------
 t0=$SECONDS
 compile_ok=1
-for prog in hello "${mpi_tests[@]}"; do
+for prog in hello "${mpi_tests[@]}" gather; do
     if ! compile "$prog" >/dev/null; then
         fail "compile $prog" $((SECONDS - t0)) "mpicc failed" "$logdir/compile-$prog.log"
         compile_ok=0
@@ -207,7 +207,7 @@ for prog in hello "${mpi_tests[@]}"; do
     fi
 done
 if ((compile_ok)); then
-    pass "compile tests" $((SECONDS - t0)) "hello ${mpi_tests[*]}"
+    pass "compile tests" $((SECONDS - t0)) "hello ${mpi_tests[*]} gather"
 fi
 
 # ------------------------------------------------------------------
@@ -247,7 +247,7 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic]
+run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered | direct]
     local prov=$1 np=$2 t=$3 mode=${4:-} emu=
     local label="$prov np=$np $t" log=$logdir/$t-${prov//;/+}-np$np${mode:+-$mode}.log
     local t0=$SECONDS rc
@@ -267,6 +267,13 @@ run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic]
         # atomics, all in flight at once (osc-rdma/patches 0004)
         label+=" (osc_rdma_network_max_amo 32)"
         extra=(--mca osc_rdma_network_max_amo 32)
+        ;;
+    gathered | direct)
+        # tests/gather.c: small puts gathered into messages (btl_ofi_putv.c)
+        # where btl/ofi does that (gathered), or not at all (direct: shm,
+        # udp;ofi_rxd whose puts are messages already)
+        label+=" (small puts $([[ $mode == gathered ]] && echo "gathered into messages" || echo "not gathered"))"
+        args=($([[ $mode == gathered ]] && echo yes || echo no))
         ;;
     intrinsic)
         # windows with the info key acc_single_intrinsic, single-element
@@ -304,7 +311,7 @@ run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic]
 }
 
 any_mpi=0
-for t in "${mpi_tests[@]}"; do
+for t in "${mpi_tests[@]}" gather; do
     wanted "$t" && any_mpi=1
 done
 
@@ -334,6 +341,11 @@ if ((any_mpi)); then
         # a get with another region's key, or a hang on shm)
         wanted llist && run_mpi_test "$prov" 4 llist each
         wanted atomics && run_mpi_test "$prov" 4 atomics amo32
+        for np in $NPS; do
+            wanted gather || continue
+            run_mpi_test "$prov" "$np" gather \
+                "$([[ $prov == shm || $prov == "udp;ofi_rxd" ]] && echo direct || echo gathered)"
+        done
         wanted atomics && run_mpi_test "$prov" 4 atomics intrinsic
         # the message path of puts and gets, forced where it is not the
         # default (udp;ofi_rxd runs it above): larger pieces than rxd's

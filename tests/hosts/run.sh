@@ -18,7 +18,9 @@
 #                            on windows with acc_single_intrinsic, one
 #                            btl atomic per single-element accumulate;
 #                            PROG pairs (ofi,self): accumulates of MPI's
-#                            pair types (osc-rdma/patches 0009)
+#                            pair types (osc-rdma/patches 0009); PROG
+#                            gather (ofi,self): small puts gathered into
+#                            messages (btl_ofi_putv.c)
 #   dynattach:PROV           tests/dynattach.c (ofi,self): attachments
 #                            that touch merged into one region
 #                            (osc-rdma/patches 0010), accesses across
@@ -164,6 +166,9 @@ list_cases() {
             # accumulates of MPI's pair types, whose padding osc/rdma 4.1.4
             # took for data (osc-rdma/patches 0009)
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:pairs"
+            # small puts gathered into messages (btl_ofi_putv.c), every
+            # byte checked, the counter must move (udp;ofi_rxd: must not)
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:gather"
             # through our osc/rdma with the upstream fix (osc-rdma/):
             # Open MPI 4.1.4's own deadlocks there (ompi issue 10328)
             echo "dynamic:$p:$b"
@@ -714,6 +719,7 @@ run_case() {
         # single-element accumulate, no accumulate lock (osc-rdma/patches
         # 0008), counted
         [[ $b == atomics-intrinsic ]] && prog=atomics args=(intrinsic)
+        [[ $b == gather ]] && args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)")
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
         hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$prog" "${args[@]}"
         rc=$?

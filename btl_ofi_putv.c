@@ -1,0 +1,301 @@
+/*
+ * btl/ofi gathered puts: small puts without callback to one peer, sent
+ * together as one message that the target's progress stores.
+ *
+ * osc/rdma splits a put with a derived datatype into one btl put per
+ * contiguous piece: a column of a matrix of doubles is a put of 8 bytes
+ * per row. A provider's RMA takes about one exchange per put whatever its
+ * size (tcp;ofi_rxm here: 1024 puts of 8 bytes and a flush, 10 ms on one
+ * node, 17 ms across the simulated hosts, where Open MPI's osc/pt2pt,
+ * which packs the datatype into one message, took 0.07 ms). Puts without
+ * callback (osc/rdma's, completed by the next flush) of at most
+ * module->putv_max bytes are therefore copied into a message for their
+ * peer and region instead: the message leaves when the next piece does
+ * not fit, when a put for another peer or region comes, at a flush, and
+ * at the next progress pass, so that a run of puts issued back to back
+ * travels together and none waits long. The target checks every piece
+ * against the registration its key names (a piece outside it refuses the
+ * whole message, nothing stored, as the provider refuses a put), stores
+ * them and answers once; the message's completion object counts as one
+ * operation in flight until then, so a flush waits for every piece to be
+ * in the target's memory, as for a put of the provider's.
+ *
+ * Kept without a lock: used only where no other thread runs in the
+ * component (module->putv_max is 0 otherwise), one gathering per context.
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_putv.h"
+#include "btl_ofi_completion.h"
+#include "btl_ofi_emulate.h"
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_frag.h"
+#include "btl_ofi_wire.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "opal/util/proc.h"
+
+/* the most pieces one message can describe: every piece at least a byte */
+static inline size_t mca_btl_ofi_putv_room(const mca_btl_ofi_module_t *module)
+{
+    return module->msg_size - sizeof(mca_btl_ofi_rma_msg_t);
+}
+
+/* Room for CONTEXT's gathering, taken at its first put (false: none, the
+ * put goes as the provider's). */
+static bool mca_btl_ofi_putv_buffers(mca_btl_ofi_context_t *context)
+{
+    size_t room = mca_btl_ofi_putv_room(context->module);
+
+    context->putv.head = malloc(sizeof(mca_btl_ofi_rma_msg_t) + room);
+    context->putv.data = malloc(room);
+    if (NULL == context->putv.head || NULL == context->putv.data) {
+        free(context->putv.head);
+        free(context->putv.data);
+        context->putv.head = context->putv.data = NULL;
+        return false;
+    }
+    return true;
+}
+
+void mca_btl_ofi_putv_fini(mca_btl_ofi_context_t *context)
+{
+    free(context->putv.head);
+    free(context->putv.data);
+    context->putv.head = context->putv.data = NULL;
+    context->putv.to = NULL;
+    context->putv.count = 0;
+    context->putv.bytes = 0;
+}
+
+void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *endpoint = context->putv.to, *to;
+    mca_btl_ofi_rma_msg_t *msg = (mca_btl_ofi_rma_msg_t *) context->putv.head;
+    mca_btl_ofi_context_t *via = context;
+    mca_btl_ofi_completion_t *comp;
+    const uint32_t count = context->putv.count;
+    const size_t bytes = context->putv.bytes;
+    const uint64_t key = context->putv.key;
+    int rc;
+
+    context->putv.to = NULL;
+    context->putv.count = 0;
+    context->putv.bytes = 0;
+
+    /* the message's completion: counted in flight until its answer, so
+     * that a flush waits for it; taken even from a full transmit queue
+     * (the puts it carries were taken already) */
+    comp = (mca_btl_ofi_completion_t *) opal_free_list_get(&context->completions);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        char info[256];
+
+        /* the puts it carries were taken: without it they are lost */
+        snprintf(info, sizeof(info),
+                 "btl/ofi on %s: out of memory for the completion of %u gathered puts to %s: "
+                 "the job cannot continue",
+                 opal_process_info.nodename, count, OPAL_NAME_PRINT(endpoint->proc->proc_name));
+        mca_btl_ofi_module_fatal(module, endpoint->proc, info);
+        return;
+    }
+    mca_btl_ofi_completion_fill(comp, &module->super, context, endpoint, NULL, NULL, NULL, NULL,
+                                NULL);
+    comp->parked_kind = MCA_BTL_OFI_RMA_PUTV;
+    comp->parked_size = bytes;
+    comp->parked_raddr = 0;
+    comp->parked_key = key;
+    comp->parts_status = OPAL_SUCCESS;
+    comp->emu_next = bytes;
+    comp->emu_left = 1; /* its one answer */
+    comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    /* as an emulated put: out of the transmit queue's count (its message
+     * is counted as a send) */
+    mca_btl_ofi_add64(&context->emulated, 1);
+
+    msg->hdr.type = MCA_BTL_OFI_MSG_PUTV;
+    msg->hdr.op = 0;
+    msg->hdr.flags = 0;
+    msg->hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    msg->hdr.seq = 0;
+    msg->hdr.origin = mca_btl_ofi_component.my_name;
+    msg->req_id = comp->emu_id;
+    msg->addr = 0;
+    msg->key = key;
+    msg->len = bytes;
+    msg->status = 0;
+    msg->pieces = count;
+    msg->key_rail = context->putv.key_rail;
+    msg->pad = 0;
+    to = mca_btl_ofi_route(endpoint, &via);
+    rc = mca_btl_ofi_msg_send_copy(via, to, msg,
+                                   sizeof(*msg) + count * sizeof(mca_btl_ofi_putv_piece_t),
+                                   context->putv.data, bytes);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        /* no answer will come: completed with the error by progress, as an
+         * emulated put's piece that could not be sent */
+        MCA_BTL_OFI_LOCK(&module->lock);
+        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, comp->emu_id);
+        comp->parts_status = rc;
+        opal_list_append(&module->emu_failed, &comp->super.super);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        mca_btl_ofi_add64(&context->emulated, -1);
+        module->deferred = true;
+    }
+}
+
+void mca_btl_ofi_putv_send_all(void)
+{
+    for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
+        mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
+
+        if (NULL == module || 0 == module->putv_max) {
+            continue;
+        }
+        for (int i = 0; i < module->num_contexts; ++i) {
+            if (0 != module->contexts[i].putv.count) {
+                mca_btl_ofi_putv_send(module->contexts + i);
+            }
+        }
+    }
+}
+
+int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                         void *local_address, uint64_t remote_address,
+                         mca_btl_base_registration_handle_t *remote_handle, size_t size)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    const uint64_t key = mca_btl_ofi_rkey(endpoint, remote_handle);
+    mca_btl_ofi_putv_piece_t *piece;
+
+    if (OPAL_UNLIKELY(NULL == context->putv.head) && !mca_btl_ofi_putv_buffers(context)) {
+        return OPAL_ERR_NOT_AVAILABLE; /* the caller posts it as the provider's */
+    }
+    if (0 != context->putv.count
+        && (context->putv.to != endpoint || context->putv.key != key
+            || (context->putv.count + 1) * sizeof(*piece) + context->putv.bytes + size
+                   > mca_btl_ofi_putv_room(module))) {
+        mca_btl_ofi_putv_send(context);
+    }
+    if (0 == context->putv.count) {
+        context->putv.to = endpoint;
+        context->putv.key = key;
+        context->putv.key_rail = (uint32_t) endpoint->rail.peer_rail;
+    }
+    piece = (mca_btl_ofi_putv_piece_t *) (context->putv.head + sizeof(mca_btl_ofi_rma_msg_t))
+            + context->putv.count;
+    piece->addr = remote_address;
+    piece->len = size;
+    memcpy(context->putv.data + context->putv.bytes, local_address, size);
+    ++context->putv.count;
+    context->putv.bytes += size;
+    ++context->counters.put_count;
+    context->counters.put_bytes += size;
+    ++context->counters.put_gathered;
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
+    const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_rma_msg_t resp;
+    mca_btl_ofi_reg_t *reg;
+    const char *data;
+    uint64_t sum = 0;
+
+    if (len < sizeof(*req)
+        || (len - sizeof(*req)) / sizeof(*pieces) < req->pieces
+        || len - sizeof(*req) - req->pieces * sizeof(*pieces) != req->len) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a malformed message of gathered puts");
+        return;
+    }
+    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped gathered puts from a process we do not know");
+        return;
+    }
+    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
+
+    memset(&resp, 0, sizeof(resp));
+    resp.hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
+    resp.hdr.op = MCA_BTL_OFI_MSG_PUTV;
+    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    resp.hdr.origin = mca_btl_ofi_component.my_name;
+    resp.req_id = req->req_id;
+    resp.len = req->len;
+    resp.pieces = req->pieces;
+    resp.status = OPAL_SUCCESS;
+    if (NULL == reg
+        || !(reg->super.access_flags
+             & (MCA_RCACHE_ACCESS_REMOTE_WRITE | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))) {
+        resp.status = OPAL_ERR_BAD_PARAM;
+    }
+    /* every piece inside the registration, before any is stored */
+    for (uint32_t i = 0; OPAL_SUCCESS == resp.status && i < req->pieces; ++i) {
+        const uint64_t a = pieces[i].addr, n = pieces[i].len;
+
+        if (n > req->len - sum || a < (uint64_t) (uintptr_t) reg->super.base
+            || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - a)) {
+            resp.status = OPAL_ERR_BAD_PARAM;
+        }
+        sum += n;
+    }
+    if (OPAL_SUCCESS == resp.status) {
+        data = (const char *) (pieces + req->pieces);
+        for (uint32_t i = 0; i < req->pieces; ++i) {
+            memcpy((void *) (uintptr_t) pieces[i].addr, data, pieces[i].len);
+            data += pieces[i].len;
+        }
+    }
+    /* over the rail that works, if this one's link to it failed */
+    to = mca_btl_ofi_route(origin, &context);
+    mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    OBJ_RELEASE(origin);
+}
+
+void mca_btl_ofi_putv_answer(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *resp = (const mca_btl_ofi_rma_msg_t *) buf;
+    mca_btl_ofi_module_t *module = mca_btl_ofi_emu_request_module(context, resp->req_id);
+    mca_btl_ofi_completion_t *comp = NULL;
+
+    (void) len; /* checked by the caller */
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp);
+    if (NULL != comp
+        && (MCA_BTL_OFI_RMA_PUTV != comp->parked_kind || resp->len != comp->parked_size)) {
+        comp = NULL;
+    }
+    if (NULL != comp) {
+        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, comp->emu_id);
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == comp) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an answer to gathered puts with unknown id %" PRIu64,
+                            resp->req_id);
+        return;
+    }
+    mca_btl_ofi_add64(&comp->context->emulated, -1);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != resp->status)) {
+        if (OPAL_ERR_BAD_PARAM == resp->status) {
+            MCA_BTL_OFI_SHOW_HELP("rma refused", "put", opal_process_info.nodename,
+                                  OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+        }
+        /* completed with the error by progress, as an emulated put's */
+        MCA_BTL_OFI_LOCK(&module->lock);
+        comp->parts_status = resp->status;
+        opal_list_append(&module->emu_failed, &comp->super.super);
+        MCA_BTL_OFI_UNLOCK(&module->lock);
+        module->deferred = true;
+        return;
+    }
+    mca_btl_ofi_completion_finish(comp, OPAL_SUCCESS);
+}

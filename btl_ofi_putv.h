@@ -1,0 +1,43 @@
+/*
+ * btl/ofi gathered puts (btl_ofi_putv.c): small puts without callback to
+ * one peer carried together in one message.
+ */
+
+#ifndef MCA_BTL_OFI_PUTV_H
+#define MCA_BTL_OFI_PUTV_H
+
+#include "btl_ofi.h"
+#include "btl_ofi_context.h"
+
+BEGIN_C_DECLS
+
+/** Gather a put of SIZE bytes (at most module->putv_max, no callback, a
+ * live peer) into CONTEXT's message for ENDPOINT; the message leaves when
+ * it is full, when a put for another peer or region comes, at a flush and
+ * at the next progress pass. The bytes are copied: the caller's buffer is
+ * free on return. */
+int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                         void *local_address, uint64_t remote_address,
+                         mca_btl_base_registration_handle_t *remote_handle, size_t size);
+
+/** Send what CONTEXT gathered (something is). */
+void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context);
+
+/** Send what every context of every module gathered (flush, drain). */
+void mca_btl_ofi_putv_send_all(void);
+
+/** The target's side (a message of type MCA_BTL_OFI_MSG_PUTV, LEN bytes at
+ * MSG): check every piece against the registration, store them all, and
+ * answer once. */
+void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+/** The answer to a gathered message of ours (MCA_BTL_OFI_MSG_RMA_RESP with
+ * op MCA_BTL_OFI_MSG_PUTV): its puts are complete. */
+void mca_btl_ofi_putv_answer(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+/** Free what CONTEXT gathered puts in (at its destruction). */
+void mca_btl_ofi_putv_fini(mca_btl_ofi_context_t *context);
+
+END_C_DECLS
+
+#endif /* MCA_BTL_OFI_PUTV_H */

@@ -1,0 +1,201 @@
+/*
+ * gather: small puts that btl/ofi gathers into messages (btl_ofi_putv.c,
+ * btl_ofi_put_gather_size) land where they should, every byte.
+ *
+ *   mpirun -np N tests/bin/gather yes|no
+ *
+ * yes: btl/ofi must have gathered puts (its counter btl_ofi_put_gathered
+ * grows); no: it must not have (shm, puts carried as messages anyway,
+ * btl_ofi_put_gather_size 0). On an MPI_Win_create window (every peer,
+ * this process included, through the btl), each rank:
+ *  1. puts a vector of N doubles, every other one (MPI_Type_vector), into
+ *     the next rank, N = 1, 7, 300 and 2000 (2000 pieces: several
+ *     messages), flushes, gets the vector back and checks it, and checks
+ *     that the doubles between stay untouched;
+ *  2. puts 8 bytes to the next rank, to the one after and to itself in
+ *     turn, 100 times, then one MPI_Win_flush_all (the message changes
+ *     peer at every put);
+ *  3. puts alternately into two windows (another registration each time);
+ *  4. puts of 0, 1023, 1024, 1025 and 4096 bytes (both sides of the size
+ *     limit);
+ *  5. puts and then MPI_Win_unlock_all, no flush of its own.
+ * The owner checks its memory after a barrier in every step.
+ */
+#include "common.h"
+
+#define NMAX 2000
+#define SLOT (2 * NMAX + 1024) /* doubles of each window (step 4 reaches 36 KiB) */
+
+static MPI_Win win, win2;
+static double *mem, *mem2;
+static int next_rank, prev_rank;
+
+static double value(int origin, int step, int i)
+{
+    return (double) origin * 1e6 + (double) step * 1e4 + (double) i + 0.25;
+}
+
+/* step 1: vectors into the next rank */
+static void vectors(void)
+{
+    static const int ns[] = {1, 7, 300, NMAX};
+    double *src = malloc(2 * NMAX * sizeof(double)), *back = malloc(2 * NMAX * sizeof(double));
+
+    CHECK(NULL != src && NULL != back, "malloc");
+    for (int k = 0; k < 4; ++k) {
+        const int n = ns[k];
+        MPI_Datatype v;
+
+        MPI_CHECK(MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &v));
+        MPI_CHECK(MPI_Type_commit(&v));
+        for (int i = 0; i < 2 * n; ++i) {
+            src[i] = value(tc_rank, k, i);
+        }
+        for (int i = 0; i < SLOT; ++i) {
+            mem[i] = -1.0;
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Win_lock_all(0, win));
+        MPI_CHECK(MPI_Put(src, 1, v, next_rank, 0, 1, v, win));
+        MPI_CHECK(MPI_Win_flush(next_rank, win));
+        for (int i = 0; i < 2 * n; ++i) {
+            back[i] = -2.0;
+        }
+        MPI_CHECK(MPI_Get(back, 1, v, next_rank, 0, 1, v, win));
+        MPI_CHECK(MPI_Win_flush(next_rank, win));
+        MPI_CHECK(MPI_Win_unlock_all(win));
+        for (int i = 0; i < 2 * n; i += 2) {
+            CHECK(back[i] == src[i], "vector of %d: element %d read back from rank %d is %g, put %g",
+                  n, i / 2, next_rank, back[i], src[i]);
+            CHECK(back[i + 1] == -2.0, "vector of %d: the get wrote between its pieces (%d)", n, i);
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        for (int i = 0; i < SLOT; ++i) {
+            const double want = (i < 2 * n && 0 == i % 2) ? value(prev_rank, k, i) : -1.0;
+            CHECK(mem[i] == want, "vector of %d from rank %d: double %d of this window is %g, expected %g",
+                  n, prev_rank, i, mem[i], want);
+        }
+        MPI_CHECK(MPI_Type_free(&v));
+    }
+    free(src);
+    free(back);
+}
+
+/* step 2: puts to three peers in turn; step 3: two windows in turn */
+static void turns(void)
+{
+    const int peers[3] = {next_rank, (tc_rank + 2) % tc_size, tc_rank};
+    double src[300][2];
+
+    for (int i = 0; i < SLOT; ++i) {
+        mem[i] = -1.0;
+        mem2[i] = -1.0;
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    MPI_CHECK(MPI_Win_lock_all(0, win2));
+    for (int j = 0; j < 100; ++j) {
+        for (int p = 0; p < 3; ++p) {
+            /* each origin its own doubles at every target: slot 3 * origin + p */
+            src[3 * j + p][0] = value(tc_rank, 20 + p, j);
+            MPI_CHECK(MPI_Put(&src[3 * j + p][0], 1, MPI_DOUBLE, peers[p],
+                              (MPI_Aint) (tc_rank * 300 + 3 * j + p), 1, MPI_DOUBLE, win));
+        }
+        src[3 * j][1] = value(tc_rank, 30, j);
+        MPI_CHECK(MPI_Put(&src[3 * j][1], 1, MPI_DOUBLE, next_rank, (MPI_Aint) (tc_rank * 300 + j), 1,
+                          MPI_DOUBLE, win2));
+    }
+    MPI_CHECK(MPI_Win_flush_all(win));
+    MPI_CHECK(MPI_Win_flush_all(win2));
+    MPI_CHECK(MPI_Win_unlock_all(win2));
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int o = 0; o < tc_size; ++o) {
+        for (int j = 0; j < 100; ++j) {
+            for (int p = 0; p < 3; ++p) {
+                /* origin o's p-th peer */
+                const int t = 0 == p ? (o + 1) % tc_size : 1 == p ? (o + 2) % tc_size : o;
+                const double got = mem[o * 300 + 3 * j + p];
+                if (t == tc_rank) {
+                    CHECK(got == value(o, 20 + p, j), "turns: double %d from rank %d (its peer %d) is %g, expected %g",
+                          3 * j + p, o, p, got, value(o, 20 + p, j));
+                }
+            }
+            if ((o + 1) % tc_size == tc_rank) {
+                CHECK(mem2[o * 300 + j] == value(o, 30, j),
+                      "second window: double %d from rank %d is %g, expected %g", j, o,
+                      mem2[o * 300 + j], value(o, 30, j));
+            }
+        }
+    }
+}
+
+/* step 4: sizes around the limit, each at its own 8 KiB of the window;
+ * step 5: no flush before the unlock */
+static void sizes(void)
+{
+    static const int sz[] = {0, 1023, 1024, 1025, 4096};
+    static unsigned char bufs[5][4096]; /* one per put: none reused before the flush */
+    unsigned char *at = (unsigned char *) mem;
+
+    for (int round = 0; round < 2; ++round) {
+        memset(mem, 0, SLOT * sizeof(double));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Win_lock_all(0, win));
+        for (int k = 0; k < 5; ++k) {
+            tc_fill(bufs[k], tc_rank, (size_t) sz[k], (unsigned) (100 * round + k));
+            MPI_CHECK(MPI_Put(bufs[k], sz[k], MPI_BYTE, next_rank, (MPI_Aint) k * 1024, sz[k],
+                              MPI_BYTE, win));
+        }
+        if (0 == round) {
+            MPI_CHECK(MPI_Win_flush(next_rank, win));
+        }
+        MPI_CHECK(MPI_Win_unlock_all(win));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        for (int k = 0; k < 5; ++k) {
+            tc_verify(tc_fmt("%d bytes from rank %d (%s)", sz[k], prev_rank,
+                             0 == round ? "flushed" : "unlocked without a flush"),
+                      at + (size_t) k * 8192, prev_rank, (size_t) sz[k], (unsigned) (100 * round + k));
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    tc_init(&argc, &argv, "gather");
+    const int expect = argc > 1 && 0 == strcmp(argv[1], "yes");
+    CHECK(argc > 1 && (expect || 0 == strcmp(argv[1], "no")), "usage: gather yes|no");
+    next_rank = (tc_rank + 1) % tc_size;
+    prev_rank = (tc_rank + tc_size - 1) % tc_size;
+    /* step 4's puts reach byte 4 * 8192 + 4096 of it */
+    CHECK(SLOT * sizeof(double) >= 4 * 8192 + 4096 && SLOT >= (size_t) tc_size * 300,
+          "window too small for %d ranks", tc_size);
+    mem = calloc(SLOT, sizeof(double));
+    mem2 = calloc(SLOT, sizeof(double));
+    CHECK(NULL != mem && NULL != mem2, "calloc");
+    MPI_CHECK(MPI_Win_create(mem, SLOT * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MPI_CHECK(MPI_Win_create(mem2, SLOT * sizeof(double), sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &win2));
+
+    tc_counters_t before, after;
+    tc_counters_read(&before);
+    double t0 = tc_now();
+    vectors();
+    turns();
+    sizes();
+    tc_counters_read(&after);
+    if (tc_check_ours_enabled()) {
+        const unsigned long long g = after.v[TC_PUT_GATHERED] - before.v[TC_PUT_GATHERED];
+        CHECK(expect ? g > 0 : 0 == g, "btl_ofi_put_gathered grew by %llu on rank %d, expected %s", g,
+              tc_rank, expect ? "more than 0" : "0");
+        tc_say("gather: %llu puts gathered into messages on rank 0 (of %llu)", g,
+               after.v[TC_PUT_COUNT] - before.v[TC_PUT_COUNT]);
+    }
+    MPI_CHECK(MPI_Win_free(&win2));
+    MPI_CHECK(MPI_Win_free(&win));
+    free(mem);
+    free(mem2);
+    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 4096, unlock without flush: every byte right (%.2fs)",
+           NMAX, tc_now() - t0);
+    tc_finish();
+    return 0;
+}
