@@ -265,6 +265,22 @@ hosts_job() { # log secs btls prov args...
         --mca btl_ofi_provider_include "$prov" "$@"
 }
 
+# compile tests/coll/PROG.c, run it across the hosts with coll/ofi raised
+# (log, prov from the caller) and say why it failed the common checks, or
+# nothing
+coll_program_why() { # prog okre args...
+    local prog=$1 okre=$2 rc
+    shift 2
+    if ! mpicc -O2 -Wall -o "$bindir/$prog" "$tests/coll/$prog.c" >>"$log" 2>&1; then
+        echo "compiling $prog failed"
+        return
+    fi
+    hosts_job "$log" "$test_timeout" ofi,self "$prov" --mca coll_ofi_priority 90 \
+        --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/$prog" "$@"
+    rc=$?
+    coll_common_why "$log" "$rc" "$okre"
+}
+
 # why a coll/ofi job across the hosts fails the checks every such job
 # has (a hang, a crash, no line matching OKRE, no proof that our btl/ofi
 # ran), or nothing
@@ -835,20 +851,13 @@ run_case() {
         fi
         ;;
     colldetached)
-        if ! mpicc -O2 -Wall -o "$bindir/colldetached" "$tests/coll/colldetached.c" >>"$log" 2>&1; then
-            report FAIL "$label" 0 "compiling colldetached failed" "$log"
-            return
-        fi
         local marks
         marks=$(mktemp -d) || {
             report FAIL "$label" 0 "mktemp -d failed"
             return
         }
-        hosts_job "$log" "$test_timeout" ofi,self "$prov" --mca coll_ofi_priority 90 \
-            --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/colldetached" "$marks"
-        rc=$?
+        why=$(coll_program_why colldetached '^OK colldetached: 43 steps on 4 ranks' "$marks")
         rm -rf "$marks"
-        why=$(coll_common_why "$log" "$rc" '^OK colldetached: 43 steps on 4 ranks')
         if [[ -n $why ]]; then
             report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
         elif ! grep -q 'coll:ofi: serving communicator 0 with 4 ranks over btl ofi (rank 0, .*, 1 peers through shared memory' "$log"; then
@@ -858,14 +867,8 @@ run_case() {
         fi
         ;;
     collfinal)
-        if ! mpicc -O2 -Wall -o "$bindir/collfinal" "$tests/coll/collfinal.c" >>"$log" 2>&1; then
-            report FAIL "$label" 0 "compiling collfinal failed" "$log"
-            return
-        fi
-        hosts_job "$log" "$test_timeout" ofi,self "$prov" --mca coll_ofi_priority 90 \
-            --mca coll_ofi_verbose 1 --mca btl_ofi_verbose 1 "$bindir/collfinal" 16
-        rc=$?
-        why=$(coll_common_why "$log" "$rc" '^OK collfinal: 16 reductions on 4 ranks')
+        # the same job as colldetached's, another program
+        why=$(coll_program_why collfinal '^OK collfinal: 16 reductions on 4 ranks' 16)
         if [[ -n $why ]]; then
             report FAIL "$label" $((SECONDS - t0)) "$why" "$log"
         elif ! grep -q 'coll:ofi: communicator 0 rank 0: served .* [1-9][0-9]* reduce.*; [1-9][0-9]* done counts told' "$log"; then
