@@ -147,6 +147,42 @@ void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
     }
 }
 
+/* At a flush, one piece gathered alone: posted as the provider's own put,
+ * which is faster than a message and its answer (tcp;ofi_rxm, 8 bytes and
+ * a flush: 12 against 16.5 us on one node). From the gathering buffer:
+ * the flush that called this waits for it, so the buffer is not written
+ * again before it completes. False when the provider refuses it for now
+ * (then it goes as a message). */
+static bool mca_btl_ofi_putv_one(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_endpoint_t *endpoint = context->putv.to;
+    const mca_btl_ofi_putv_piece_t *piece =
+        (const mca_btl_ofi_putv_piece_t *) (context->putv.head + sizeof(mca_btl_ofi_rma_msg_t));
+    ssize_t rc = -FI_EAGAIN;
+
+    if (!mca_btl_ofi_context_has_room(context) || context->module->bare_limit <= piece->len) {
+        return false;
+    }
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    if (!context->parked) {
+        rc = fi_write(context->tx, context->putv.data, piece->len, NULL,
+                      endpoint->addrs[context->index], context->putv.first_raddr,
+                      context->putv.key, &endpoint->bare.ofi_ctx);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (0 != rc) {
+        mca_btl_ofi_inflight(context, endpoint, -1);
+        return false;
+    }
+    /* counted as a put already (mca_btl_ofi_putv_add), not as gathered */
+    --context->counters.put_gathered;
+    context->putv.to = NULL;
+    context->putv.count = 0;
+    context->putv.bytes = 0;
+    return true;
+}
+
 void mca_btl_ofi_putv_send_all(void)
 {
     for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
@@ -156,8 +192,13 @@ void mca_btl_ofi_putv_send_all(void)
             continue;
         }
         for (int i = 0; i < module->num_contexts; ++i) {
-            if (0 != module->contexts[i].putv.count) {
-                mca_btl_ofi_putv_send(module->contexts + i);
+            mca_btl_ofi_context_t *context = module->contexts + i;
+
+            if (1 == context->putv.count && mca_btl_ofi_putv_one(context)) {
+                continue;
+            }
+            if (0 != context->putv.count) {
+                mca_btl_ofi_putv_send(context);
             }
         }
     }
@@ -184,6 +225,7 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
         context->putv.to = endpoint;
         context->putv.key = key;
         context->putv.key_rail = (uint32_t) endpoint->rail.peer_rail;
+        context->putv.first_raddr = mca_btl_ofi_remote_addr(module, remote_address, remote_handle);
     }
     piece = (mca_btl_ofi_putv_piece_t *) (context->putv.head + sizeof(mca_btl_ofi_rma_msg_t))
             + context->putv.count;

@@ -213,6 +213,9 @@ typedef struct mca_btl_ofi_context_t {
         size_t bytes;   /* their data */
         char *head;     /* header, then the pieces' descriptions */
         char *data;     /* their bytes */
+        /* the first piece's address as the provider wants it: a flush
+         * that finds one piece posts it as the provider's own put */
+        uint64_t first_raddr;
     } putv;
     struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
