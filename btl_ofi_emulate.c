@@ -44,10 +44,8 @@
  * taken once.
  */
 
-/* Count BYTES of COMP's operation answered (STATUS: what the target saw);
- * completes it when nothing is left. */
-static void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_completion_t *comp,
-                                    size_t bytes, int status)
+void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_completion_t *comp,
+                             size_t bytes, int status)
 {
     bool done;
 

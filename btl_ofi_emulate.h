@@ -48,6 +48,11 @@ void mca_btl_ofi_rma_emulate(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t
                              uint64_t remote_address,
                              mca_btl_base_registration_handle_t *remote_handle);
 
+/** Count BYTES of COMP's emulated operation (MODULE's) answered, STATUS
+ * being what the target saw: completes it when nothing is left, a failed
+ * one from progress (mca_btl_ofi_rma_failures). */
+void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_completion_t *comp,
+                             size_t bytes, int status);
 /** The target's side of an emulated put or get (a message of type
  * MCA_BTL_OFI_MSG_PUT or _GET, LEN bytes at MSG): store the bytes, or
  * send them, and answer. */

@@ -135,15 +135,9 @@ void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
                                    sizeof(*msg) + count * sizeof(mca_btl_ofi_putv_piece_t),
                                    context->putv.data, bytes);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        /* no answer will come: completed with the error by progress, as an
+        /* no answer will come: counted answered with the error, as an
          * emulated put's piece that could not be sent */
-        MCA_BTL_OFI_LOCK(&module->lock);
-        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, comp->emu_id);
-        comp->parts_status = rc;
-        opal_list_append(&module->emu_failed, &comp->super.super);
-        MCA_BTL_OFI_UNLOCK(&module->lock);
-        mca_btl_ofi_add64(&context->emulated, -1);
-        module->deferred = true;
+        mca_btl_ofi_rma_account(module, comp, 1, rc);
     }
 }
 
@@ -315,9 +309,6 @@ void mca_btl_ofi_putv_answer(mca_btl_ofi_context_t *context, const void *buf, si
         && (MCA_BTL_OFI_RMA_PUTV != comp->parked_kind || resp->len != comp->parked_size)) {
         comp = NULL;
     }
-    if (NULL != comp) {
-        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, comp->emu_id);
-    }
     MCA_BTL_OFI_UNLOCK(&module->lock);
     if (NULL == comp) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
@@ -325,19 +316,10 @@ void mca_btl_ofi_putv_answer(mca_btl_ofi_context_t *context, const void *buf, si
                             resp->req_id);
         return;
     }
-    mca_btl_ofi_add64(&comp->context->emulated, -1);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != resp->status)) {
-        if (OPAL_ERR_BAD_PARAM == resp->status) {
-            MCA_BTL_OFI_SHOW_HELP("rma refused", "put", opal_process_info.nodename,
-                                  OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
-        }
-        /* completed with the error by progress, as an emulated put's */
-        MCA_BTL_OFI_LOCK(&module->lock);
-        comp->parts_status = resp->status;
-        opal_list_append(&module->emu_failed, &comp->super.super);
-        MCA_BTL_OFI_UNLOCK(&module->lock);
-        module->deferred = true;
-        return;
+    if (OPAL_UNLIKELY(OPAL_ERR_BAD_PARAM == resp->status)) {
+        MCA_BTL_OFI_SHOW_HELP("rma refused", "put", opal_process_info.nodename,
+                              OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
     }
-    mca_btl_ofi_completion_finish(comp, OPAL_SUCCESS);
+    /* its one answer (emu_left 1): completed, or failed from progress */
+    mca_btl_ofi_rma_account(module, comp, 1, resp->status);
 }
