@@ -123,7 +123,9 @@ static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value
         }
         for (int i = 0; i < module->num_contexts; ++i) {
             const mca_btl_ofi_counters_t *counters = &module->contexts[i].counters;
+            const mca_btl_ofi_counters_t *gathered = &module->contexts[i].putv.counters;
             total += *(const uint64_t *) ((const char *) counters + offset);
+            total += *(const uint64_t *) ((const char *) gathered + offset);
             if (offsetof(mca_btl_ofi_counters_t, atomic_count) == offset) {
                 total += (uint64_t) counters->atomic_local_count;
             }
@@ -369,8 +371,7 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         "progress stores piece by piece: a derived datatype of many small pieces (a column of "
         "a matrix, a strided ARMCI put) then costs a few messages instead of one exchange per "
         "piece. Only where this process sends messages anyway and puts are not already carried "
-        "as messages (not udp;ofi_rxd), not on shm, with one thread in the component (no "
-        "MPI_THREAD_MULTIPLE, no btl_ofi_progress_thread), with one rail. 0: never. Default 1024",
+        "as messages (not udp;ofi_rxd), not on shm, with one rail. 0: never. Default 1024",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->put_gather_size);
 

@@ -191,6 +191,7 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
     }
     for (i = 0; i < count; ++i) {
         OBJ_CONSTRUCT(&module->contexts[i].lock, opal_mutex_t);
+        OBJ_CONSTRUCT(&module->contexts[i].putv.lock, opal_mutex_t);
         OBJ_CONSTRUCT(&module->contexts[i].completions, opal_free_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].pending, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].sendq, opal_list_t);
@@ -300,6 +301,7 @@ void mca_btl_ofi_contexts_free(mca_btl_ofi_module_t *module)
         OBJ_DESTRUCT(&context->sent);
         OBJ_DESTRUCT(&context->sendq);
         OBJ_DESTRUCT(&context->completions);
+        OBJ_DESTRUCT(&context->putv.lock);
         OBJ_DESTRUCT(&context->lock);
     }
     free(module->contexts);

@@ -433,7 +433,8 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     ssize_t count;
 
     /* puts gathered since the last pass leave now: none waits for more
-     * than the caller's next call into MPI (only with one thread) */
+     * than the caller's next call into MPI (a look without the gathering
+     * lock: mca_btl_ofi_putv_send looks again under it) */
     if (OPAL_UNLIKELY(0 != context->putv.count)) {
         mca_btl_ofi_putv_send(context);
     }

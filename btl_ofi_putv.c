@@ -20,8 +20,10 @@
  * operation in flight until then, so a flush waits for every piece to be
  * in the target's memory, as for a put of the provider's.
  *
- * Kept without a lock: used only where no other thread runs in the
- * component (module->putv_max is 0 otherwise), one gathering per context.
+ * One gathering per context, under its own lock (context->putv.lock,
+ * taken only where threads may run in the component, as the context lock
+ * is, and always before that one): MPI_THREAD_MULTIPLE programs gather
+ * too (ARMCI-MPI asks for it, and its strided puts are such puts).
  */
 
 #include "btl_ofi.h"
@@ -30,6 +32,7 @@
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_rdma.h"
 #include "btl_ofi_wire.h"
 
 #include <inttypes.h>
@@ -70,7 +73,8 @@ void mca_btl_ofi_putv_fini(mca_btl_ofi_context_t *context)
     context->putv.bytes = 0;
 }
 
-void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
+/* Send what CONTEXT gathered (something is); its gathering lock is held. */
+static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
 {
     mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_endpoint_t *endpoint = context->putv.to, *to;
@@ -141,12 +145,55 @@ void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
     }
 }
 
+/* mca_btl_ofi_putv_one where other threads may gather on this context
+ * while the put is in flight: the piece is copied into the put's
+ * completion object (room for 16 bytes, the common case of one word),
+ * which lives until the put completes; a larger piece goes as a message. */
+static bool mca_btl_ofi_putv_one_copied(mca_btl_ofi_context_t *context,
+                                        const mca_btl_ofi_putv_piece_t *piece)
+{
+    mca_btl_ofi_endpoint_t *endpoint = context->putv.to;
+    mca_btl_ofi_completion_t *comp;
+    ssize_t rc;
+
+    if (piece->len > sizeof(comp->operand)) {
+        return false;
+    }
+    comp = mca_btl_ofi_completion_alloc(&context->module->super, context, endpoint, NULL, NULL,
+                                        NULL, NULL, NULL);
+    if (NULL == comp) {
+        return false;
+    }
+    memcpy(comp->operand, context->putv.data, piece->len);
+    comp->local_address = comp->operand;
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    /* no remote handle: it is only kept with several rails, where nothing
+     * is gathered (mca_btl_ofi_rails_join) */
+    rc = mca_btl_ofi_rma_start(context, comp, MCA_BTL_OFI_RMA_PUT, piece->len,
+                               context->putv.first_raddr, context->putv.key, NULL);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (0 != rc) {
+        /* refused for good: as a message, whose answer says why */
+        mca_btl_ofi_inflight(context, endpoint, -1);
+        opal_free_list_return(&context->completions, &comp->super);
+        return false;
+    }
+    /* counted as a put already (mca_btl_ofi_putv_add), and again when
+     * posted above; not gathered */
+    --context->putv.counters.put_count;
+    context->putv.counters.put_bytes -= piece->len;
+    --context->putv.counters.put_gathered;
+    return true;
+}
+
 /* At a flush, one piece gathered alone: posted as the provider's own put,
  * which is faster than a message and its answer (tcp;ofi_rxm, 8 bytes and
- * a flush: 12 against 16.5 us on one node). From the gathering buffer:
- * the flush that called this waits for it, so the buffer is not written
- * again before it completes. False when the provider refuses it for now
- * (then it goes as a message). */
+ * a flush: 12 against 16.5 us on one node). With one thread, from the
+ * gathering buffer: the flush that called this waits for it, so the
+ * buffer is not written again before it completes. False when the
+ * provider refuses it for now (then it goes as a message). The gathering
+ * lock is held. */
 static bool mca_btl_ofi_putv_one(mca_btl_ofi_context_t *context)
 {
     mca_btl_ofi_endpoint_t *endpoint = context->putv.to;
@@ -156,6 +203,15 @@ static bool mca_btl_ofi_putv_one(mca_btl_ofi_context_t *context)
 
     if (!mca_btl_ofi_context_has_room(context) || context->module->bare_limit <= piece->len) {
         return false;
+    }
+    if (mca_btl_ofi_component.locking) {
+        if (!mca_btl_ofi_putv_one_copied(context, piece)) {
+            return false;
+        }
+        context->putv.to = NULL;
+        context->putv.count = 0;
+        context->putv.bytes = 0;
+        return true;
     }
     mca_btl_ofi_inflight(context, endpoint, 1);
     MCA_BTL_OFI_LOCK(&context->lock);
@@ -170,7 +226,7 @@ static bool mca_btl_ofi_putv_one(mca_btl_ofi_context_t *context)
         return false;
     }
     /* counted as a put already (mca_btl_ofi_putv_add), not as gathered */
-    --context->counters.put_gathered;
+    --context->putv.counters.put_gathered;
     context->putv.to = NULL;
     context->putv.count = 0;
     context->putv.bytes = 0;
@@ -188,14 +244,23 @@ void mca_btl_ofi_putv_send_all(void)
         for (int i = 0; i < module->num_contexts; ++i) {
             mca_btl_ofi_context_t *context = module->contexts + i;
 
-            if (1 == context->putv.count && mca_btl_ofi_putv_one(context)) {
-                continue;
+            MCA_BTL_OFI_LOCK(&context->putv.lock);
+            if (0 != context->putv.count
+                && (1 != context->putv.count || !mca_btl_ofi_putv_one(context))) {
+                mca_btl_ofi_putv_post(context);
             }
-            if (0 != context->putv.count) {
-                mca_btl_ofi_putv_send(context);
-            }
+            MCA_BTL_OFI_UNLOCK(&context->putv.lock);
         }
     }
+}
+
+void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
+{
+    MCA_BTL_OFI_LOCK(&context->putv.lock);
+    if (0 != context->putv.count) {
+        mca_btl_ofi_putv_post(context);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->putv.lock);
 }
 
 int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
@@ -206,14 +271,16 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
     const uint64_t key = mca_btl_ofi_rkey(endpoint, remote_handle);
     mca_btl_ofi_putv_piece_t *piece;
 
+    MCA_BTL_OFI_LOCK(&context->putv.lock);
     if (OPAL_UNLIKELY(NULL == context->putv.head) && !mca_btl_ofi_putv_buffers(context)) {
+        MCA_BTL_OFI_UNLOCK(&context->putv.lock);
         return OPAL_ERR_NOT_AVAILABLE; /* the caller posts it as the provider's */
     }
     if (0 != context->putv.count
         && (context->putv.to != endpoint || context->putv.key != key
             || (context->putv.count + 1) * sizeof(*piece) + context->putv.bytes + size
                    > mca_btl_ofi_putv_room(module))) {
-        mca_btl_ofi_putv_send(context);
+        mca_btl_ofi_putv_post(context);
     }
     if (0 == context->putv.count) {
         context->putv.to = endpoint;
@@ -228,9 +295,10 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
     memcpy(context->putv.data + context->putv.bytes, local_address, size);
     ++context->putv.count;
     context->putv.bytes += size;
-    ++context->counters.put_count;
-    context->counters.put_bytes += size;
-    ++context->counters.put_gathered;
+    ++context->putv.counters.put_count;
+    context->putv.counters.put_bytes += size;
+    ++context->putv.counters.put_gathered;
+    MCA_BTL_OFI_UNLOCK(&context->putv.lock);
     return OPAL_SUCCESS;
 }
 

@@ -203,9 +203,14 @@ typedef struct mca_btl_ofi_context_t {
     struct fi_cq_data_entry *deferred;
     int deferred_count;
     /* small puts without callback gathered for one peer, sent as one
-     * message (btl_ofi_putv.c; only where no other thread runs in the
-     * component, so without a lock) */
+     * message (btl_ofi_putv.c) */
     struct {
+        /* held while gathering and sending (taken only where threads may
+         * run in the component, as the context lock; taken before it) */
+        opal_mutex_t lock;
+        /* the puts gathered, counted under the lock above (the pvars add
+         * them to the context's own counters) */
+        mca_btl_ofi_counters_t counters;
         struct mca_btl_base_endpoint_t *to; /* NULL: nothing gathered */
         uint64_t key;
         uint32_t key_rail;

@@ -534,14 +534,24 @@ TC_FN unsigned long long tc_put_notify_size(void)
     return size;
 }
 
+/* set before tc_init to ask for a thread level (MPI_Init_thread); the
+ * test fails if the library gives less */
+static int tc_thread_required = -1;
+
 TC_FN void tc_init(int *argc, char ***argv, const char *name)
 {
     int provided = 0;
     tc_name = name;
-    MPI_Init(argc, argv);
+    if (tc_thread_required >= 0) {
+        MPI_Init_thread(argc, argv, tc_thread_required, &provided);
+    } else {
+        MPI_Init(argc, argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &tc_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &tc_size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    CHECK(tc_thread_required < 0 || provided >= tc_thread_required,
+          "MPI_Init_thread gave thread level %d, %d asked for", provided, tc_thread_required);
     MPI_CHECK(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
     setvbuf(stdout, NULL, _IOLBF, 0);
     tc_check_ours();

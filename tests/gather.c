@@ -2,11 +2,12 @@
  * gather: small puts that btl/ofi gathers into messages (btl_ofi_putv.c,
  * btl_ofi_put_gather_size) land where they should, every byte.
  *
- *   mpirun -np N tests/bin/gather yes|no
+ *   mpirun -np N tests/bin/gather yes|no [threads]
  *
  * yes: btl/ofi must have gathered puts (its counter btl_ofi_put_gathered
  * grows); no: it must not have (shm, puts carried as messages anyway,
- * btl_ofi_put_gather_size 0). On an MPI_Win_create window (every peer,
+ * btl_ofi_put_gather_size 0). threads: MPI_THREAD_MULTIPLE, and step 6
+ * runs too. On an MPI_Win_create window (every peer,
  * this process included, through the btl), each rank:
  *  1. puts a vector of N doubles, every other one (MPI_Type_vector), into
  *     the next rank, N = 1, 7, 300 and 2000 (2000 pieces: several
@@ -18,10 +19,16 @@
  *  3. puts alternately into two windows (another registration each time);
  *  4. puts of 0, 1023, 1024, 1025 and 4096 bytes (both sides of the size
  *     limit);
- *  5. puts and then MPI_Win_unlock_all, no flush of its own.
+ *  5. puts and then MPI_Win_unlock_all, no flush of its own;
+ *  6. (threads) 4 threads at once, each 40 rounds of: a vector of 150
+ *     doubles into its own part of the next rank's window, or one double
+ *     (a flush that finds one piece posts it as a put of its own), then
+ *     MPI_Win_flush and a get of it back, compared.
  * The owner checks its memory after a barrier in every step.
  */
 #include "common.h"
+
+#include <pthread.h>
 
 #define NMAX 2000
 #define SLOT (2 * NMAX + 1024) /* doubles of each window (step 4 reaches 36 KiB) */
@@ -160,11 +167,95 @@ static void sizes(void)
     }
 }
 
+/* step 6: threads putting at once, each into its own part of the window */
+#define NTHREADS 4
+#define TPIECES 150
+#define TROUNDS 40
+#define TPART (2 * TPIECES) /* doubles of a thread's part */
+
+static MPI_Datatype tvec;
+
+static double tvalue(int origin, int thread, int round, int i)
+{
+    return (double) origin * 1e7 + (double) thread * 1e6 + (double) round * 1e3 + (double) i + 0.5;
+}
+
+static void *putter(void *arg)
+{
+    const int t = (int) (intptr_t) arg;
+    const MPI_Aint disp = (MPI_Aint) t * TPART;
+    double src[TPART], back[TPART];
+
+    for (int r = 0; r < TROUNDS; ++r) {
+        const int one = 1 == r % 3; /* every third round a single double */
+        for (int i = 0; i < TPART; ++i) {
+            src[i] = tvalue(tc_rank, t, r, i);
+            back[i] = -3.0;
+        }
+        if (one) {
+            MPI_CHECK(MPI_Put(src, 1, MPI_DOUBLE, next_rank, disp, 1, MPI_DOUBLE, win));
+        } else {
+            MPI_CHECK(MPI_Put(src, 1, tvec, next_rank, disp, 1, tvec, win));
+        }
+        MPI_CHECK(MPI_Win_flush(next_rank, win));
+        if (one) {
+            MPI_CHECK(MPI_Get(back, 1, MPI_DOUBLE, next_rank, disp, 1, MPI_DOUBLE, win));
+        } else {
+            MPI_CHECK(MPI_Get(back, 1, tvec, next_rank, disp, 1, tvec, win));
+        }
+        MPI_CHECK(MPI_Win_flush(next_rank, win));
+        for (int i = 0; i < (one ? 1 : TPART); i += one ? 1 : 2) {
+            CHECK(back[i] == src[i],
+                  "thread %d round %d: double %d read back from rank %d is %g, put %g", t, r, i,
+                  next_rank, back[i], src[i]);
+        }
+    }
+    return NULL;
+}
+
+static void threads(void)
+{
+    pthread_t tid[NTHREADS];
+
+    for (int i = 0; i < SLOT; ++i) {
+        mem[i] = -1.0;
+    }
+    MPI_CHECK(MPI_Type_vector(TPIECES, 1, 2, MPI_DOUBLE, &tvec));
+    MPI_CHECK(MPI_Type_commit(&tvec));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int t = 0; t < NTHREADS; ++t) {
+        CHECK(0 == pthread_create(&tid[t], NULL, putter, (void *) (intptr_t) t), "pthread_create");
+    }
+    for (int t = 0; t < NTHREADS; ++t) {
+        CHECK(0 == pthread_join(tid[t], NULL), "pthread_join");
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    /* the last round (TROUNDS - 1, a vector) of every thread of the
+     * previous rank, and the doubles between untouched */
+    for (int t = 0; t < NTHREADS; ++t) {
+        for (int i = 0; i < TPART; ++i) {
+            const double want = 0 == i % 2 ? tvalue(prev_rank, t, TROUNDS - 1, i) : -1.0;
+            CHECK(mem[t * TPART + i] == want,
+                  "threads: double %d of thread %d's part (from rank %d) is %g, expected %g", i, t,
+                  prev_rank, mem[t * TPART + i], want);
+        }
+    }
+    MPI_CHECK(MPI_Type_free(&tvec));
+}
+
 int main(int argc, char **argv)
 {
+    const int with_threads = argc > 2 && 0 == strcmp(argv[2], "threads");
+
+    if (with_threads) {
+        tc_thread_required = MPI_THREAD_MULTIPLE;
+    }
     tc_init(&argc, &argv, "gather");
     const int expect = argc > 1 && 0 == strcmp(argv[1], "yes");
-    CHECK(argc > 1 && (expect || 0 == strcmp(argv[1], "no")), "usage: gather yes|no");
+    CHECK(argc > 1 && (expect || 0 == strcmp(argv[1], "no")), "usage: gather yes|no [threads]");
+    CHECK(NTHREADS * TPART <= SLOT && (TROUNDS - 1) % 3 != 1, "step 6 does not fit the window");
     next_rank = (tc_rank + 1) % tc_size;
     prev_rank = (tc_rank + tc_size - 1) % tc_size;
     /* step 4's puts reach byte 4 * 8192 + 4096 of it */
@@ -182,6 +273,9 @@ int main(int argc, char **argv)
     vectors();
     turns();
     sizes();
+    if (with_threads) {
+        threads();
+    }
     tc_counters_read(&after);
     if (tc_check_ours_enabled()) {
         const unsigned long long g = after.v[TC_PUT_GATHERED] - before.v[TC_PUT_GATHERED];
@@ -194,8 +288,8 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Win_free(&win));
     free(mem);
     free(mem2);
-    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 4096, unlock without flush: every byte right (%.2fs)",
-           NMAX, tc_now() - t0);
+    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 4096, unlock without flush%s: every byte right (%.2fs)",
+           NMAX, with_threads ? ", 4 threads at once (MPI_THREAD_MULTIPLE)" : "", tc_now() - t0);
     tc_finish();
     return 0;
 }

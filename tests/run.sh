@@ -247,7 +247,7 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered | direct]
+run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered | direct | gathered-mt | direct-mt]
     local prov=$1 np=$2 t=$3 mode=${4:-} emu=
     local label="$prov np=$np $t" log=$logdir/$t-${prov//;/+}-np$np${mode:+-$mode}.log
     local t0=$SECONDS rc
@@ -268,12 +268,15 @@ run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered 
         label+=" (osc_rdma_network_max_amo 32)"
         extra=(--mca osc_rdma_network_max_amo 32)
         ;;
-    gathered | direct)
+    gathered | direct | gathered-mt | direct-mt)
         # tests/gather.c: small puts gathered into messages (btl_ofi_putv.c)
         # where btl/ofi does that (gathered), or not at all (direct: shm,
-        # udp;ofi_rxd whose puts are messages already)
-        label+=" (small puts $([[ $mode == gathered ]] && echo "gathered into messages" || echo "not gathered"))"
-        args=($([[ $mode == gathered ]] && echo yes || echo no))
+        # udp;ofi_rxd whose puts are messages already); -mt: with
+        # MPI_THREAD_MULTIPLE and 4 threads putting at once
+        label+=" (small puts $([[ $mode == gathered* ]] && echo "gathered into messages" || echo "not gathered")"
+        label+="$([[ $mode == *-mt ]] && echo ", 4 threads, MPI_THREAD_MULTIPLE"))"
+        args=($([[ $mode == gathered* ]] && echo yes || echo no))
+        [[ $mode == *-mt ]] && args+=(threads)
         ;;
     intrinsic)
         # windows with the info key acc_single_intrinsic, single-element
@@ -346,6 +349,8 @@ if ((any_mpi)); then
             run_mpi_test "$prov" "$np" gather \
                 "$([[ $prov == shm || $prov == "udp;ofi_rxd" ]] && echo direct || echo gathered)"
         done
+        wanted gather && run_mpi_test "$prov" 2 gather \
+            "$([[ $prov == shm || $prov == "udp;ofi_rxd" ]] && echo direct || echo gathered)-mt"
         wanted atomics && run_mpi_test "$prov" 4 atomics intrinsic
         # the message path of puts and gets, forced where it is not the
         # default (udp;ofi_rxd runs it above): larger pieces than rxd's
