@@ -871,13 +871,16 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
      * RMA takes one exchange per put however small, while a message of
      * many pieces costs about one (tcp;ofi_rxm: 1024 puts of 8 bytes 10 ms
      * one by one). Where this process receives messages anyway and the
-     * puts are not already messages. Not on shm: its
+     * puts are not already messages. Not with btl_ofi_progress_thread:
+     * that thread answers messages only where atomics or RMA are
+     * emulated, so a target computing outside MPI would hold the
+     * gathered puts until it came back. Not on shm: its
      * writes are one copy by the kernel each (about a microsecond), and
      * under mpi_yield_when_idle every gathered message waited 8 ms for
      * its answer there (not understood yet) */
     module->putv_max = 0;
     if (component->put_gather_size > 0 && module->messaging && !module->rma_emulated
-        && module->msg_size >= 4096
+        && !component->progress_thread && module->msg_size >= 4096
         && 0 != strcmp(info->fabric_attr->prov_name, "shm")) {
         module->putv_max = mca_btl_ofi_min(component->put_gather_size, module->msg_size / 4);
     }
