@@ -20,7 +20,12 @@
  *  4. puts of 0, 1023, 1024, 1025 and 4096 bytes (both sides of the size
  *     limit);
  *  5. puts and then MPI_Win_unlock_all, no flush of its own;
- *  6. (threads) 4 threads at once, each 40 rounds of: a vector of 150
+ *  6. accumulates of a vector of 300 doubles (every other one) with
+ *     MPI_REPLACE and MPI_SUM into the next rank, flush, read back: their
+ *     pieces go back without callbacks (osc-rdma/patches 0011), so they
+ *     are gathered too where puts are (yes: the counter grows in this
+ *     step alone);
+ *  7. (threads) 4 threads at once, each 40 rounds of: a vector of 150
  *     doubles into its own part of the next rank's window, or one double
  *     (a flush that finds one piece posts it as a put of its own), then
  *     MPI_Win_flush and a get of it back, compared.
@@ -167,7 +172,55 @@ static void sizes(void)
     }
 }
 
-/* step 6: threads putting at once, each into its own part of the window */
+/* step 6: accumulates of a vector; returns the puts gathered meanwhile */
+#define ACC_N 300
+
+static unsigned long long accumulates(void)
+{
+    double *src = malloc(2 * ACC_N * sizeof(double)), *back = malloc(2 * ACC_N * sizeof(double));
+    tc_counters_t before, after;
+    MPI_Datatype v;
+
+    CHECK(NULL != src && NULL != back, "malloc");
+    MPI_CHECK(MPI_Type_vector(ACC_N, 1, 2, MPI_DOUBLE, &v));
+    MPI_CHECK(MPI_Type_commit(&v));
+    for (int i = 0; i < SLOT; ++i) {
+        mem[i] = -1.0;
+    }
+    for (int i = 0; i < 2 * ACC_N; ++i) {
+        src[i] = value(tc_rank, 60, i);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    tc_counters_read(&before);
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    MPI_CHECK(MPI_Accumulate(src, 1, v, next_rank, 0, 1, v, MPI_REPLACE, win));
+    MPI_CHECK(MPI_Win_flush(next_rank, win));
+    MPI_CHECK(MPI_Accumulate(src, 1, v, next_rank, 0, 1, v, MPI_SUM, win));
+    MPI_CHECK(MPI_Win_flush(next_rank, win));
+    for (int i = 0; i < 2 * ACC_N; ++i) {
+        back[i] = -2.0;
+    }
+    MPI_CHECK(MPI_Get(back, 1, v, next_rank, 0, 1, v, win));
+    MPI_CHECK(MPI_Win_flush(next_rank, win));
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    tc_counters_read(&after);
+    for (int i = 0; i < 2 * ACC_N; i += 2) {
+        CHECK(back[i] == 2 * src[i], "accumulates: element %d read back from rank %d is %g, expected %g",
+              i / 2, next_rank, back[i], 2 * src[i]);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    for (int i = 0; i < 2 * ACC_N; ++i) {
+        const double want = 0 == i % 2 ? 2 * value(prev_rank, 60, i) : -1.0;
+        CHECK(mem[i] == want, "accumulates from rank %d: double %d of this window is %g, expected %g",
+              prev_rank, i, mem[i], want);
+    }
+    MPI_CHECK(MPI_Type_free(&v));
+    free(src);
+    free(back);
+    return after.v[TC_PUT_GATHERED] - before.v[TC_PUT_GATHERED];
+}
+
+/* step 7: threads putting at once, each into its own part of the window */
 #define NTHREADS 4
 #define TPIECES 150
 #define TROUNDS 40
@@ -273,6 +326,7 @@ int main(int argc, char **argv)
     vectors();
     turns();
     sizes();
+    const unsigned long long acc_gathered = accumulates();
     if (with_threads) {
         threads();
     }
@@ -281,6 +335,10 @@ int main(int argc, char **argv)
         const unsigned long long g = after.v[TC_PUT_GATHERED] - before.v[TC_PUT_GATHERED];
         CHECK(expect ? g > 0 : 0 == g, "btl_ofi_put_gathered grew by %llu on rank %d, expected %s", g,
               tc_rank, expect ? "more than 0" : "0");
+        CHECK(expect ? acc_gathered > 0 : 0 == acc_gathered,
+              "btl_ofi_put_gathered grew by %llu during the accumulates on rank %d, expected %s "
+              "(their pieces go without callbacks since osc-rdma/patches 0011)",
+              acc_gathered, tc_rank, expect ? "more than 0" : "0");
         tc_say("gather: %llu puts gathered into messages on rank 0 (of %llu)", g,
                after.v[TC_PUT_COUNT] - before.v[TC_PUT_COUNT]);
     }
@@ -288,7 +346,7 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Win_free(&win));
     free(mem);
     free(mem2);
-    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 4096, unlock without flush%s: every byte right (%.2fs)",
+    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 4096, unlock without flush, accumulates of a vector%s: every byte right (%.2fs)",
            NMAX, with_threads ? ", 4 threads at once (MPI_THREAD_MULTIPLE)" : "", tc_now() - t0);
     tc_finish();
     return 0;
