@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "btl_ofi.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_completion.h"
 #include "btl_ofi_liveness.h"
 
@@ -82,6 +83,9 @@ mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_compl
 {
     if (mca_btl_ofi_part_done == comp->cbfunc) {
         return ((const mca_btl_ofi_completion_t *) comp->cbcontext)->cbfunc;
+    }
+    if (mca_btl_ofi_getv_done == comp->cbfunc) {
+        return mca_btl_ofi_getv_owner(comp->local_address); /* its gets' layer */
     }
     return comp->cbfunc;
 }

@@ -164,7 +164,8 @@ enum {
     MCA_BTL_OFI_RMA_AOP,
     MCA_BTL_OFI_RMA_FOP,
     MCA_BTL_OFI_RMA_CSWAP,
-    MCA_BTL_OFI_RMA_PUTV /* a message of gathered puts (btl_ofi_putv.c) */
+    MCA_BTL_OFI_RMA_PUTV, /* a message of gathered puts (btl_ofi_putv.c) */
+    MCA_BTL_OFI_RMA_GETV  /* a message of gathered gets (btl_ofi_getv.c) */
 };
 
 /** The callback of the layer that posted the operation COMP belongs to

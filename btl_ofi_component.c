@@ -7,6 +7,7 @@
 #define MCA_BTL_OFI_COMPONENT_DEFINITION
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_putv.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
@@ -124,8 +125,10 @@ static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value
         for (int i = 0; i < module->num_contexts; ++i) {
             const mca_btl_ofi_counters_t *counters = &module->contexts[i].counters;
             const mca_btl_ofi_counters_t *gathered = &module->contexts[i].putv.counters;
+            const mca_btl_ofi_counters_t *asked = &module->contexts[i].getv.counters;
             total += *(const uint64_t *) ((const char *) counters + offset);
             total += *(const uint64_t *) ((const char *) gathered + offset);
+            total += *(const uint64_t *) ((const char *) asked + offset);
             if (offsetof(mca_btl_ofi_counters_t, atomic_count) == offset) {
                 total += (uint64_t) counters->atomic_local_count;
             }
@@ -376,6 +379,17 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->put_gather_size);
 
+    c->get_gather_size = 1024;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "get_gather_size",
+        "Gets of at most this many bytes from one peer are gathered and asked for in one "
+        "message, which the target answers with all their bytes: a derived datatype of many "
+        "small pieces (a column of a matrix, a strided ARMCI get) then costs a few messages "
+        "instead of one exchange per piece; a get alone still goes as the provider's read. "
+        "Where puts are gathered (btl_ofi_put_gather_size says where). 0: never. Default 1024",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->get_gather_size);
+
     c->progress_thread_interval = 200;
     (void) mca_btl_ofi_reg_int("progress_thread_interval",
                                "Microseconds the progress thread sleeps between two passes over "
@@ -501,6 +515,10 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             "Of put_count, the small puts gathered and sent in messages of "
                             "several (btl_ofi_put_gather_size)",
                             offsetof(mca_btl_ofi_counters_t, put_gathered));
+    mca_btl_ofi_reg_counter("get_gathered",
+                            "Of get_count, the small gets gathered and asked for in messages of "
+                            "several (btl_ofi_get_gather_size)",
+                            offsetof(mca_btl_ofi_counters_t, get_gathered));
     mca_btl_ofi_reg_counter("put_notified",
                             "Peers' puts that arrived in this process's memory and announced "
                             "it (btl_ofi_put_notify_size)",
@@ -1094,6 +1112,7 @@ static void mca_btl_ofi_msg_handlers_set(void)
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_GET, mca_btl_ofi_rma_serve);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RMA_RESP, mca_btl_ofi_rma_answer);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_PUTV, mca_btl_ofi_putv_serve);
+    mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_GETV, mca_btl_ofi_getv_serve);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_RAIL_CUT, mca_btl_ofi_rail_cut_heard);
     mca_btl_ofi_msg_handler_set(MCA_BTL_OFI_MSG_ACK, mca_btl_ofi_seq_acked);
 }

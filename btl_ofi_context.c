@@ -192,6 +192,7 @@ int mca_btl_ofi_contexts_create(mca_btl_ofi_module_t *module, int count, bool us
     for (i = 0; i < count; ++i) {
         OBJ_CONSTRUCT(&module->contexts[i].lock, opal_mutex_t);
         OBJ_CONSTRUCT(&module->contexts[i].putv.lock, opal_mutex_t);
+        OBJ_CONSTRUCT(&module->contexts[i].getv.lock, opal_mutex_t);
         OBJ_CONSTRUCT(&module->contexts[i].completions, opal_free_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].pending, opal_list_t);
         OBJ_CONSTRUCT(&module->contexts[i].sendq, opal_list_t);
@@ -302,6 +303,9 @@ void mca_btl_ofi_contexts_free(mca_btl_ofi_module_t *module)
         OBJ_DESTRUCT(&context->sendq);
         OBJ_DESTRUCT(&context->completions);
         OBJ_DESTRUCT(&context->putv.lock);
+        /* a batch never asked for goes with the module's list */
+        context->getv.batch = NULL;
+        OBJ_DESTRUCT(&context->getv.lock);
         OBJ_DESTRUCT(&context->lock);
     }
     free(module->contexts);

@@ -18,6 +18,7 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_completion.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_putv.h"
 
 #include <inttypes.h>
@@ -384,6 +385,10 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *buf, siz
     }
     if (MCA_BTL_OFI_MSG_PUTV == resp->hdr.op) {
         mca_btl_ofi_putv_answer(context, buf, len); /* a message of gathered puts */
+        return;
+    }
+    if (MCA_BTL_OFI_MSG_GETV == resp->hdr.op) {
+        mca_btl_ofi_getv_answer(context, buf, len); /* a message of gathered gets */
         return;
     }
     data = MCA_BTL_OFI_MSG_GET == resp->hdr.op && OPAL_SUCCESS == resp->status;

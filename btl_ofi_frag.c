@@ -229,8 +229,44 @@ int mca_btl_ofi_msg_send_copy(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoi
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
     memcpy(frag->hdr, head, head_len);
-    memcpy((char *) frag->hdr + head_len, data, data_len);
+    if (data_len > 0) {
+        memcpy((char *) frag->hdr + head_len, data, data_len);
+    }
     frag->segment.seg_len = head_len + data_len - sizeof(*frag->hdr);
+    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP; /* no callback: ours */
+    frag->endpoint = endpoint;
+    frag->context = context;
+    rc = mca_btl_ofi_frag_start(module, context, frag);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        opal_free_list_return(&module->frags, &frag->base.super); /* not posted */
+    }
+    return rc;
+}
+
+int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
+                                const void *head, size_t head_len,
+                                const mca_btl_ofi_putv_piece_t *pieces, uint32_t count)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_frag_t *frag;
+    char *at;
+    int rc;
+
+    frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
+    if (OPAL_UNLIKELY(NULL == frag)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "out of memory for a message to %s",
+                            OPAL_NAME_PRINT(endpoint->proc->proc_name));
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    memcpy(frag->hdr, head, head_len);
+    at = (char *) frag->hdr + head_len;
+    for (uint32_t i = 0; i < count; ++i) {
+        /* the caller checked that they fit one message */
+        memcpy(at, (const void *) (uintptr_t) pieces[i].addr, pieces[i].len);
+        at += pieces[i].len;
+    }
+    assert((size_t) (at - (char *) frag->hdr) <= module->msg_size);
+    frag->segment.seg_len = (size_t) (at - (char *) frag->hdr) - sizeof(*frag->hdr);
     frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP; /* no callback: ours */
     frag->endpoint = endpoint;
     frag->context = context;
@@ -627,7 +663,8 @@ bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
      * and tables, under our locks) */
     return NULL != hdr
            && (MCA_BTL_OFI_MSG_AMO_REQ == hdr->type || MCA_BTL_OFI_MSG_PUT == hdr->type
-               || MCA_BTL_OFI_MSG_GET == hdr->type || MCA_BTL_OFI_MSG_PUTV == hdr->type);
+               || MCA_BTL_OFI_MSG_GET == hdr->type || MCA_BTL_OFI_MSG_PUTV == hdr->type
+               || MCA_BTL_OFI_MSG_GETV == hdr->type);
 }
 
 void mca_btl_ofi_msg_received(mca_btl_ofi_context_t *context, mca_btl_ofi_rdesc_t *rdesc,

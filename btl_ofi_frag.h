@@ -166,6 +166,13 @@ void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
 int mca_btl_ofi_msg_send_copy(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                               const void *head, size_t head_len, const void *data, size_t data_len);
 
+/* The same with the bytes of COUNT pieces of this process's memory (each
+ * ADDR, LEN), one after the other behind HEAD: a gathered get's answer.
+ * The caller checked that they fit one message. */
+int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
+                                const void *head, size_t head_len,
+                                const mca_btl_ofi_putv_piece_t *pieces, uint32_t count);
+
 /* Retry what waits for queue room: receive buffers, then pml fragments,
  * then replies (the backlog pattern of mca_btl_ofi_backlog_rdma); called
  * from progress. */

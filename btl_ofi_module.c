@@ -15,6 +15,7 @@
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rails.h"
 #include "btl_ofi_rdma.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_putv.h"
 
 #include <sys/random.h>
@@ -416,8 +417,9 @@ int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     (void) btl;
     (void) endpoint;
 
-    /* gathered puts first: what follows waits for their answers */
+    /* gathered puts and gets first: what follows waits for their answers */
     mca_btl_ofi_putv_send_all();
+    mca_btl_ofi_getv_send_all();
 
     /* At least one pass even with nothing of ours in flight: osc/rdma
      * calls this on every MPI_Win_flush, also when all it did completed
@@ -523,6 +525,8 @@ static void mca_btl_ofi_module_release(mca_btl_ofi_module_t *module)
     mca_btl_ofi_module_contexts_destroy(module);
     OBJ_DESTRUCT(&module->frags);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
+    OBJ_DESTRUCT(&module->getv_batches);
+    OBJ_CONSTRUCT(&module->getv_batches, opal_free_list_t);
     OBJ_DESTRUCT(&module->exposed_regs);
     OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
     if (NULL != module->rcache) {
@@ -591,6 +595,7 @@ mca_btl_ofi_module_t *mca_btl_ofi_module_alloc(void)
     OBJ_CONSTRUCT(&module->endpoints, opal_list_t);
     OBJ_CONSTRUCT(&module->retired, opal_list_t);
     OBJ_CONSTRUCT(&module->frags, opal_free_list_t);
+    OBJ_CONSTRUCT(&module->getv_batches, opal_free_list_t);
     OBJ_CONSTRUCT(&module->exposed_regs, opal_free_list_t);
     OBJ_CONSTRUCT(&module->endpoints_by_proc, opal_hash_table_t);
     OBJ_CONSTRUCT(&module->endpoints_by_name, opal_hash_table_t);
@@ -630,6 +635,7 @@ void mca_btl_ofi_module_free(mca_btl_ofi_module_t *module)
     OBJ_DESTRUCT(&module->endpoints_by_proc);
     OBJ_DESTRUCT(&module->exposed_regs);
     OBJ_DESTRUCT(&module->frags);
+    OBJ_DESTRUCT(&module->getv_batches);
     OBJ_DESTRUCT(&module->endpoints);
     OBJ_DESTRUCT(&module->retired);
     OBJ_DESTRUCT(&module->lock);
@@ -883,6 +889,20 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
         && !component->progress_thread && module->msg_size >= 4096
         && 0 != strcmp(info->fabric_attr->prov_name, "shm")) {
         module->putv_max = mca_btl_ofi_min(component->put_gather_size, module->msg_size / 4);
+    }
+    /* Small gets likewise (btl_ofi_getv.c), where small puts may be: a
+     * batch's request and its answer each fit one message */
+    module->getv_max = 0;
+    if (component->get_gather_size > 0 && module->messaging && !module->rma_emulated
+        && !component->progress_thread && module->msg_size >= 4096
+        && 0 != strcmp(info->fabric_attr->prov_name, "shm")) {
+        module->getv_max = mca_btl_ofi_min(component->get_gather_size, module->msg_size / 4);
+        if (OPAL_SUCCESS
+            != opal_free_list_init(&module->getv_batches, sizeof(mca_btl_ofi_getv_batch_t),
+                                   opal_cache_line_size, OBJ_CLASS(opal_free_list_item_t), 0, 0, 0,
+                                   -1, 4, NULL, 0, NULL, NULL, NULL)) {
+            module->getv_max = 0; /* gets go as the provider's reads */
+        }
     }
     module->tx_limit = info->tx_attr->size > 0 ? (int64_t) info->tx_attr->size : INT64_MAX;
     module->multi_recv_size = 0;

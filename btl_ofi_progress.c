@@ -25,6 +25,7 @@
 #include "btl_ofi_context.h"
 #include "btl_ofi_progress.h"
 #include "btl_ofi_emulate.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_putv.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
@@ -437,6 +438,9 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
      * lock: mca_btl_ofi_putv_send looks again under it) */
     if (OPAL_UNLIKELY(0 != context->putv.count)) {
         mca_btl_ofi_putv_send(context);
+    }
+    if (OPAL_UNLIKELY(NULL != context->getv.batch)) {
+        mca_btl_ofi_getv_send(context);
     }
     /* another thread is draining this context: nothing to add. Draining
      * includes running the callbacks of what it read: a thread that read

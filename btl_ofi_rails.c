@@ -592,6 +592,7 @@ void mca_btl_ofi_rails_join(mca_btl_ofi_module_t *module)
     module->track = true;
     module->bare_limit = 0;
     module->putv_max = 0; /* a gathered message has no completion to send again */
+    module->getv_max = 0;
     module->super.btl_sendi = NULL;
     mca_btl_ofi_atomics_rails(module);
     /* large puts and gets are split over the rails */

@@ -15,6 +15,7 @@
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_rdma.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_putv.h"
 
 #include "opal/util/error.h"
@@ -195,8 +196,19 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
                     int order, mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext,
                     void *cbdata)
 {
+    mca_btl_ofi_module_t *module = (mca_btl_ofi_module_t *) btl;
     (void) flags;
     (void) order;
+
+    /* small ones gathered into one message per peer (0 == getv_max
+     * where they are not); one that could not be goes on below */
+    if (size <= module->getv_max && OPAL_LIKELY(!endpoint->dead)
+        && OPAL_SUCCESS
+               == mca_btl_ofi_getv_add(module, endpoint, local_address, remote_address,
+                                       local_handle, remote_handle, size, cbfunc, cbcontext,
+                                       cbdata)) {
+        return OPAL_SUCCESS;
+    }
     return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_RMA_GET, local_address, remote_address,
                             local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);
 }

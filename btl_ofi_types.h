@@ -128,6 +128,8 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t recv_bytes;
     /* of put_count, the puts gathered into messages (btl_ofi_putv.c) */
     uint64_t put_gathered;
+    /* of get_count, the gets gathered into messages (btl_ofi_getv.c) */
+    uint64_t get_gathered;
     /* peers' puts that arrived in our memory with remote completion data
      * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
     volatile int64_t put_notified;
@@ -222,6 +224,13 @@ typedef struct mca_btl_ofi_context_t {
          * that finds one piece posts it as the provider's own put */
         uint64_t first_raddr;
     } putv;
+    /* small gets gathered for one peer, asked for in one message
+     * (btl_ofi_getv.c) */
+    struct {
+        opal_mutex_t lock; /* as putv.lock */
+        mca_btl_ofi_counters_t counters;
+        struct mca_btl_ofi_getv_batch_t *batch; /* NULL: nothing gathered */
+    } getv;
     struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
 
@@ -385,6 +394,10 @@ typedef struct mca_btl_ofi_module_t {
     /* puts without callback of at most this many bytes are gathered into
      * messages (btl_ofi_putv.c); 0: none are */
     size_t putv_max;
+    /* gets up to this size are gathered into messages (btl_ofi_getv.c),
+     * 0: none are; and the batches they are gathered in */
+    size_t getv_max;
+    opal_free_list_t getv_batches;
     size_t msg_size;
     size_t inject_size;
     /* drive the provider once after each message posted: it only queues
@@ -463,6 +476,7 @@ typedef struct mca_btl_ofi_component_t {
     size_t rail_split_size; /* puts and gets from this size are split over the rails */
     size_t put_notify_size; /* puts from this size carry remote CQ data, 0: none */
     size_t put_gather_size; /* puts up to this size gathered into messages, 0: none */
+    size_t get_gather_size; /* gets likewise */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

@@ -20,6 +20,7 @@ enum {
     MCA_BTL_OFI_MSG_GET = 7,      /* emulated get: send me these bytes */
     MCA_BTL_OFI_MSG_RMA_RESP = 8, /* emulated put stored, or get's bytes enclosed */
     MCA_BTL_OFI_MSG_PUTV = 9,     /* gathered small puts: store each enclosed piece */
+    MCA_BTL_OFI_MSG_GETV = 10,    /* gathered small gets: send me each described piece */
     MCA_BTL_OFI_MSG_TYPES         /* one past the last */
 };
 
@@ -93,6 +94,12 @@ typedef struct mca_btl_ofi_putv_piece_t {
     uint64_t addr; /* target address */
     uint64_t len;
 } mca_btl_ofi_putv_piece_t;
+
+/* A message of gathered gets (MCA_BTL_OFI_MSG_GETV): the same header (len,
+ * the bytes asked for; pieces, how many) and `pieces' descriptions as
+ * above, no data. Answered by one RMA_RESP whose op is
+ * MCA_BTL_OFI_MSG_GETV, the pieces' bytes one after the other behind it
+ * (len of them), or with an error and none. */
 
 /* Size of one emulated-RMA message where any message size works. */
 #define MCA_BTL_OFI_RMA_MSG_SIZE 16384

@@ -3,15 +3,18 @@
  * of a matrix of doubles: MPI_Type_vector(N, 1, 2, MPI_DOUBLE) on both
  * sides) followed by MPI_Win_flush, rank 0 into rank 1, on an
  * MPI_Win_create window; and the same N doubles as one contiguous put,
- * for scale. osc/rdma makes one btl put per piece; btl/ofi gathers them
- * into messages (btl_ofi_put_gather_size), osc/pt2pt packs the datatype.
+ * for scale. Then the same with MPI_Get. osc/rdma makes one btl put or get
+ * per piece; btl/ofi gathers them into messages (btl_ofi_put_gather_size,
+ * btl_ofi_get_gather_size), osc/pt2pt packs the datatype.
  *
  *   mpirun -np 2 bench/bin/strided [N ...]        (default 1 16 256 1024)
  *
- * Prints one line per N: "strided N vector_us contiguous_us", the median
- * of 5 timed runs of ITER calls each after a warm-up. Rank 1 checks every
- * element of the last vector put and the doubles between (untouched);
- * a wrong value ends the run with exit code 1.
+ * Prints two lines per N: "strided N vector_us contiguous_us" (puts) and
+ * "gets N vector_us contiguous_us", each the median of 5 timed runs of
+ * ITER calls after a warm-up. Rank 1 checks every element of the last
+ * vector put and the doubles between (untouched), rank 0 every element of
+ * the last vector get and the doubles between; a wrong value ends the run
+ * with exit code 1.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -45,6 +48,7 @@ int main(int argc, char **argv)
         maxn = ns[i] > maxn ? ns[i] : maxn;
     }
     double *buf = calloc(2 * (size_t) maxn, sizeof(double)), *src = calloc(2 * (size_t) maxn, sizeof(double));
+    double *got = calloc(2 * (size_t) maxn, sizeof(double));
     MPI_Win win;
     MPI_Win_create(buf, 2 * (MPI_Aint) maxn * sizeof(double), sizeof(double), MPI_INFO_NULL,
                    MPI_COMM_WORLD, &win);
@@ -100,6 +104,44 @@ int main(int argc, char **argv)
                 }
             }
         }
+        MPI_Barrier(MPI_COMM_WORLD);
+        /* the same column read back: rank 1's window holds it now */
+        if (0 == rank) {
+            for (int i = 0; i < 2 * n; ++i) {
+                got[i] = -3.0;
+            }
+            for (int r = 0; r < RUNS; ++r) {
+                double t = MPI_Wtime();
+                for (int i = 0; i < iter; ++i) {
+                    MPI_Get(got, 1, v, 1, 0, 1, v, win);
+                    MPI_Win_flush(1, win);
+                }
+                tv[r] = (MPI_Wtime() - t) / iter * 1e6;
+            }
+            for (int r = 0; r < RUNS; ++r) {
+                double t = MPI_Wtime();
+                for (int i = 0; i < iter; ++i) {
+                    MPI_Get(src, n, MPI_DOUBLE, 1, maxn, n, MPI_DOUBLE, win);
+                    MPI_Win_flush(1, win);
+                }
+                tc[r] = (MPI_Wtime() - t) / iter * 1e6;
+            }
+            qsort(tv, RUNS, sizeof(double), cmp);
+            qsort(tc, RUNS, sizeof(double), cmp);
+            printf("gets %d %.2f %.2f\n", n, tv[RUNS / 2], tc[RUNS / 2]);
+            fflush(stdout);
+            /* below maxn: the contiguous put wrote the window from there */
+            for (int i = 0; i < 2 * n && i < maxn; ++i) {
+                const double want = 0 == i % 2 ? 1000.0 * k + i : -3.0;
+                if (got[i] != want && !bad) {
+                    fprintf(stderr, "strided: get of N=%d: double %d is %g, expected %g\n", n, i,
+                            got[i], want);
+                    bad = 1;
+                }
+            }
+        }
+        /* rank 1 resets its window for the next N only after the gets */
+        MPI_Barrier(MPI_COMM_WORLD);
         MPI_Type_free(&v);
     }
     MPI_Win_unlock_all(win);
@@ -107,6 +149,7 @@ int main(int argc, char **argv)
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     free(buf);
     free(src);
+    free(got);
     MPI_Finalize();
     return bad;
 }

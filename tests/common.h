@@ -270,13 +270,14 @@ enum {
     TC_GET_BYTES,
     TC_PUT_NOTIFIED,
     TC_PUT_GATHERED,
+    TC_GET_GATHERED,
     TC_NCOUNTERS
 };
 
 static const char *const tc_counter_names[TC_NCOUNTERS] = {
     "btl_ofi_put_count", "btl_ofi_get_count",    "btl_ofi_atomic_count",
     "btl_ofi_put_bytes", "btl_ofi_get_bytes",    "btl_ofi_put_notified",
-    "btl_ofi_put_gathered",
+    "btl_ofi_put_gathered", "btl_ofi_get_gathered",
 };
 
 typedef struct {

@@ -4,11 +4,13 @@
  *
  *   mpirun -np N tests/bin/gather yes|no [threads]
  *
- * yes: btl/ofi must have gathered puts (its counter btl_ofi_put_gathered
- * grows); no: it must not have (shm, puts carried as messages anyway,
- * btl_ofi_put_gather_size 0). threads: MPI_THREAD_MULTIPLE, and step 6
- * runs too. On an MPI_Win_create window (every peer,
- * this process included, through the btl), each rank:
+ * yes: btl/ofi must have gathered puts and gets (its counters
+ * btl_ofi_put_gathered and btl_ofi_get_gathered grow); no: it must not
+ * have (shm, puts carried as messages anyway, btl_ofi_put_gather_size and
+ * btl_ofi_get_gather_size 0). Gets: step 1 reads every vector back
+ * (gathered gets), and step 7 checks gets on their own. threads:
+ * MPI_THREAD_MULTIPLE, and step 8 runs too. On an MPI_Win_create window
+ * (every peer, this process included, through the btl), each rank:
  *  1. puts a vector of N doubles, every other one (MPI_Type_vector), into
  *     the next rank, N = 1, 7, 300 and 2000 (2000 pieces: several
  *     messages), flushes, gets the vector back and checks it, and checks
@@ -25,7 +27,11 @@
  *     pieces go back without callbacks (osc-rdma/patches 0011), so they
  *     are gathered too where puts are (yes: the counter grows in this
  *     step alone);
- *  7. (threads) 4 threads at once, each 40 rounds of: a vector of 150
+ *  7. gets of vectors of 1 to 2000 doubles (every other one) from the
+ *     next rank, each checked and the doubles between left alone, a get
+ *     of one double alone, gets from 3 peers in turn, and gets of 0,
+ *     1023, 1024, 1025 and 4096 bytes: every byte compared;
+ *  8. (threads) 4 threads at once, each 40 rounds of: a vector of 150
  *     doubles into its own part of the next rank's window, or one double
  *     (a flush that finds one piece posts it as a put of its own), then
  *     MPI_Win_flush and a get of it back, compared.
@@ -220,7 +226,74 @@ static unsigned long long accumulates(void)
     return after.v[TC_PUT_GATHERED] - before.v[TC_PUT_GATHERED];
 }
 
-/* step 7: threads putting at once, each into its own part of the window */
+/* step 7: gets, on their own */
+static void gets(void)
+{
+    static const int ns[] = {1, 7, 300, NMAX};
+    static const int sz[] = {0, 1023, 1024, 1025, 4096};
+    const int peers[3] = {next_rank, (tc_rank + 2) % tc_size, tc_rank};
+    double *back = malloc(2 * NMAX * sizeof(double)), one = 0.0, three[3];
+    unsigned char *bytes = malloc(5 * 8192);
+
+    CHECK(NULL != back && NULL != bytes, "malloc");
+    /* every rank's window: value(owner, 80, i) at double i */
+    for (int i = 0; i < SLOT; ++i) {
+        mem[i] = value(tc_rank, 80, i);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < 4; ++k) {
+        MPI_Datatype v;
+
+        MPI_CHECK(MPI_Type_vector(ns[k], 1, 2, MPI_DOUBLE, &v));
+        MPI_CHECK(MPI_Type_commit(&v));
+        for (int i = 0; i < 2 * ns[k]; ++i) {
+            back[i] = -2.0;
+        }
+        MPI_CHECK(MPI_Get(back, 1, v, next_rank, 1, 1, v, win));
+        MPI_CHECK(MPI_Win_flush(next_rank, win));
+        for (int i = 0; i < 2 * ns[k]; ++i) {
+            const double want = 0 == i % 2 ? value(next_rank, 80, i + 1) : -2.0;
+            CHECK(back[i] == want, "get of a vector of %d from rank %d: double %d is %g, expected %g",
+                  ns[k], next_rank, i, back[i], want);
+        }
+        MPI_CHECK(MPI_Type_free(&v));
+    }
+    MPI_CHECK(MPI_Get(&one, 1, MPI_DOUBLE, next_rank, 5, 1, MPI_DOUBLE, win));
+    MPI_CHECK(MPI_Win_flush(next_rank, win));
+    CHECK(one == value(next_rank, 80, 5), "get of one double from rank %d is %g, expected %g",
+          next_rank, one, value(next_rank, 80, 5));
+    for (int p = 0; p < 3; ++p) {
+        MPI_CHECK(MPI_Get(&three[p], 1, MPI_DOUBLE, peers[p], 10 + p, 1, MPI_DOUBLE, win));
+    }
+    MPI_CHECK(MPI_Win_flush_all(win));
+    for (int p = 0; p < 3; ++p) {
+        CHECK(three[p] == value(peers[p], 80, 10 + p), "get from rank %d (peer %d of 3) is %g, expected %g",
+              peers[p], p, three[p], value(peers[p], 80, 10 + p));
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    /* sizes around the limit: the window's bytes as a pattern */
+    for (int k = 0; k < 5; ++k) {
+        tc_fill((unsigned char *) mem + (size_t) k * 8192, tc_rank, (size_t) sz[k], 300u + (unsigned) k);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < 5; ++k) {
+        MPI_CHECK(MPI_Get(bytes + (size_t) k * 8192, sz[k], MPI_BYTE, next_rank, (MPI_Aint) k * 1024,
+                          sz[k], MPI_BYTE, win));
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    for (int k = 0; k < 5; ++k) {
+        tc_verify(tc_fmt("get of %d bytes from rank %d", sz[k], next_rank), bytes + (size_t) k * 8192,
+                  next_rank, (size_t) sz[k], 300u + (unsigned) k);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    free(back);
+    free(bytes);
+}
+
+/* step 8: threads putting at once, each into its own part of the window */
 #define NTHREADS 4
 #define TPIECES 150
 #define TROUNDS 40
@@ -308,7 +381,7 @@ int main(int argc, char **argv)
     tc_init(&argc, &argv, "gather");
     const int expect = argc > 1 && 0 == strcmp(argv[1], "yes");
     CHECK(argc > 1 && (expect || 0 == strcmp(argv[1], "no")), "usage: gather yes|no [threads]");
-    CHECK(NTHREADS * TPART <= SLOT && (TROUNDS - 1) % 3 != 1, "step 6 does not fit the window");
+    CHECK(NTHREADS * TPART <= SLOT && (TROUNDS - 1) % 3 != 1, "step 8 does not fit the window");
     next_rank = (tc_rank + 1) % tc_size;
     prev_rank = (tc_rank + tc_size - 1) % tc_size;
     /* step 4's puts reach byte 4 * 8192 + 4096 of it */
@@ -327,6 +400,7 @@ int main(int argc, char **argv)
     turns();
     sizes();
     const unsigned long long acc_gathered = accumulates();
+    gets();
     if (with_threads) {
         threads();
     }
@@ -339,6 +413,11 @@ int main(int argc, char **argv)
               "btl_ofi_put_gathered grew by %llu during the accumulates on rank %d, expected %s "
               "(their pieces go without callbacks since osc-rdma/patches 0011)",
               acc_gathered, tc_rank, expect ? "more than 0" : "0");
+        const unsigned long long gg = after.v[TC_GET_GATHERED] - before.v[TC_GET_GATHERED];
+        CHECK(expect ? gg > 0 : 0 == gg, "btl_ofi_get_gathered grew by %llu on rank %d, expected %s",
+              gg, tc_rank, expect ? "more than 0" : "0");
+        tc_say("gather: %llu gets gathered into messages on rank 0 (of %llu)", gg,
+               after.v[TC_GET_COUNT] - before.v[TC_GET_COUNT]);
         tc_say("gather: %llu puts gathered into messages on rank 0 (of %llu)", g,
                after.v[TC_PUT_COUNT] - before.v[TC_PUT_COUNT]);
     }

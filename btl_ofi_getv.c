@@ -1,0 +1,363 @@
+/*
+ * btl/ofi gathered gets: small gets to one peer asked for together in one
+ * message, whose answer carries all their bytes.
+ *
+ * osc/rdma splits a get with a derived datatype into one btl get per
+ * contiguous piece, each with its callback, and waits for them all: a
+ * column of a matrix of doubles is a get of 8 bytes per row, and a
+ * provider's read takes about one exchange each however small. Gets of at
+ * most module->getv_max bytes are therefore noted in a batch for their
+ * peer and region instead (what to read, where it goes, whom to call);
+ * the batch is asked for in one message when the next get does not fit,
+ * when a get for another peer or region comes, at a flush, and at the
+ * next progress pass, which is where osc/rdma waits for its gets. The
+ * target checks every piece against the registration its key names (one
+ * piece outside it refuses the whole message, as the provider refuses a
+ * read) and answers with every piece's bytes, one after the other; the
+ * origin copies them to their places and runs each get's callback, in the
+ * order the gets were issued. A batch of one get is posted as the
+ * provider's own read, which alone is faster than a message and its
+ * answer.
+ *
+ * The message's completion object (counted in flight until the answer,
+ * so that a flush waits for it) has mca_btl_ofi_getv_done for its
+ * callback and the batch for its local address: a failure (the target
+ * refused, the message could not be sent) reaches every get's callback
+ * the way it reaches an emulated get's (mca_btl_ofi_rma_account).
+ *
+ * One batch per context, under its own lock (context->getv.lock, taken
+ * only where threads may run in the component, always before the context
+ * lock). Where gathered puts are (btl_ofi_module.c says where).
+ */
+
+#include "btl_ofi.h"
+#include "btl_ofi_getv.h"
+#include "btl_ofi_completion.h"
+#include "btl_ofi_emulate.h"
+#include "btl_ofi_endpoint.h"
+#include "btl_ofi_frag.h"
+#include "btl_ofi_rdma.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "opal/util/proc.h"
+
+/* Room in a batch for one more get of SIZE bytes: the request (its
+ * descriptions) and the answer (the bytes) each fit one message. */
+static inline bool mca_btl_ofi_getv_fits(const mca_btl_ofi_module_t *module,
+                                         const mca_btl_ofi_getv_batch_t *batch, size_t size)
+{
+    return batch->count < MCA_BTL_OFI_GETV_MAX
+           && sizeof(mca_btl_ofi_rma_msg_t) + (batch->count + 1) * sizeof(mca_btl_ofi_putv_piece_t)
+                  <= module->msg_size
+           && sizeof(mca_btl_ofi_rma_msg_t) + batch->bytes + size <= module->msg_size;
+}
+
+/* A batch of one get: posted as the provider's read, with the get's own
+ * callback. False when it could not be (then it goes as a message). */
+static bool mca_btl_ofi_getv_one(mca_btl_ofi_context_t *context, mca_btl_ofi_getv_batch_t *batch)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    const mca_btl_ofi_getv_rec_t *rec = &batch->rec[0];
+    const size_t len = batch->wire[0].len;
+    mca_btl_ofi_completion_t *comp;
+    ssize_t rc;
+
+    comp = mca_btl_ofi_completion_alloc(&module->super, context, batch->to, rec->local_address,
+                                        rec->local_handle, rec->cbfunc, rec->cbcontext,
+                                        rec->cbdata);
+    if (NULL == comp) {
+        return false;
+    }
+    mca_btl_ofi_inflight(context, batch->to, 1);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    /* no remote handle: it is only kept with several rails, where nothing
+     * is gathered (mca_btl_ofi_rails_join) */
+    rc = mca_btl_ofi_rma_start(context, comp, MCA_BTL_OFI_RMA_GET, len, batch->first_raddr,
+                               batch->key, NULL);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (0 != rc) {
+        /* refused for good: as a message, whose answer says why */
+        mca_btl_ofi_inflight(context, batch->to, -1);
+        opal_free_list_return(&context->completions, &comp->super);
+        return false;
+    }
+    /* counted as a get already (mca_btl_ofi_getv_add), and again when
+     * posted above; not gathered */
+    --context->getv.counters.get_count;
+    context->getv.counters.get_bytes -= len;
+    --context->getv.counters.get_gathered;
+    return true;
+}
+
+/* Ask for CONTEXT's batch (there is one); its gathering lock is held. */
+static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
+{
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_getv_batch_t *batch = context->getv.batch;
+    mca_btl_ofi_endpoint_t *endpoint = batch->to, *to;
+    mca_btl_ofi_context_t *via = context;
+    mca_btl_ofi_completion_t *comp;
+    int rc;
+
+    context->getv.batch = NULL;
+    if (1 == batch->count && mca_btl_ofi_getv_one(context, batch)) {
+        opal_free_list_return(&module->getv_batches, &batch->super);
+        return;
+    }
+    /* the message's completion: taken even from a full transmit queue
+     * (the gets it carries were taken already) */
+    comp = (mca_btl_ofi_completion_t *) opal_free_list_get(&context->completions);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        char info[256];
+
+        snprintf(info, sizeof(info),
+                 "btl/ofi on %s: out of memory for the completion of %u gathered gets from %s: "
+                 "the job cannot continue",
+                 opal_process_info.nodename, batch->count,
+                 OPAL_NAME_PRINT(endpoint->proc->proc_name));
+        mca_btl_ofi_module_fatal(module, endpoint->proc, info);
+        return;
+    }
+    mca_btl_ofi_completion_fill(comp, &module->super, context, endpoint, batch, NULL,
+                                mca_btl_ofi_getv_done, NULL, NULL);
+    comp->parked_kind = MCA_BTL_OFI_RMA_GETV;
+    comp->parked_size = batch->bytes;
+    comp->parked_raddr = 0;
+    comp->parked_key = batch->key;
+    comp->parts_status = OPAL_SUCCESS;
+    comp->emu_next = batch->bytes;
+    comp->emu_left = 1; /* its one answer */
+    comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    /* as an emulated get: out of the transmit queue's count (its message
+     * is counted as a send) */
+    mca_btl_ofi_add64(&context->emulated, 1);
+
+    memset(&batch->msg, 0, sizeof(batch->msg));
+    batch->msg.hdr.type = MCA_BTL_OFI_MSG_GETV;
+    batch->msg.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    batch->msg.hdr.origin = mca_btl_ofi_component.my_name;
+    batch->msg.req_id = comp->emu_id;
+    batch->msg.key = batch->key;
+    batch->msg.len = batch->bytes;
+    batch->msg.pieces = batch->count;
+    batch->msg.key_rail = batch->key_rail;
+    to = mca_btl_ofi_route(endpoint, &via);
+    /* the descriptions lie right behind the header (btl_ofi_getv.h) */
+    rc = mca_btl_ofi_msg_send_copy(via, to, &batch->msg,
+                                   sizeof(batch->msg)
+                                       + batch->count * sizeof(mca_btl_ofi_putv_piece_t),
+                                   NULL, 0);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        /* no answer will come: counted answered with the error */
+        mca_btl_ofi_rma_account(module, comp, 1, rc);
+    }
+}
+
+void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context)
+{
+    MCA_BTL_OFI_LOCK(&context->getv.lock);
+    if (NULL != context->getv.batch) {
+        mca_btl_ofi_getv_post(context);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+}
+
+void mca_btl_ofi_getv_send_all(void)
+{
+    for (int m = 0; m < mca_btl_ofi_component.num_modules; ++m) {
+        mca_btl_ofi_module_t *module = mca_btl_ofi_component.modules[m];
+
+        if (NULL == module || 0 == module->getv_max) {
+            continue;
+        }
+        for (int i = 0; i < module->num_contexts; ++i) {
+            mca_btl_ofi_getv_send(module->contexts + i);
+        }
+    }
+}
+
+int mca_btl_ofi_getv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
+                         void *local_address, uint64_t remote_address,
+                         mca_btl_base_registration_handle_t *local_handle,
+                         mca_btl_base_registration_handle_t *remote_handle, size_t size,
+                         mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
+    const uint64_t key = mca_btl_ofi_rkey(endpoint, remote_handle);
+    mca_btl_ofi_getv_batch_t *batch;
+    mca_btl_ofi_getv_rec_t *rec;
+
+    MCA_BTL_OFI_LOCK(&context->getv.lock);
+    batch = context->getv.batch;
+    if (NULL != batch
+        && (batch->to != endpoint || batch->key != key
+            || !mca_btl_ofi_getv_fits(module, batch, size))) {
+        mca_btl_ofi_getv_post(context);
+        batch = NULL;
+    }
+    if (NULL == batch) {
+        batch = (mca_btl_ofi_getv_batch_t *) opal_free_list_get(&module->getv_batches);
+        if (OPAL_UNLIKELY(NULL == batch)) {
+            MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+            return OPAL_ERR_NOT_AVAILABLE; /* the caller posts it as the provider's */
+        }
+        batch->module = module;
+        batch->to = endpoint;
+        batch->key = key;
+        batch->key_rail = (uint32_t) endpoint->rail.peer_rail;
+        batch->count = 0;
+        batch->bytes = 0;
+        batch->first_raddr = mca_btl_ofi_remote_addr(module, remote_address, remote_handle);
+        context->getv.batch = batch;
+    }
+    batch->wire[batch->count].addr = remote_address;
+    batch->wire[batch->count].len = size;
+    rec = &batch->rec[batch->count];
+    rec->local_address = local_address;
+    rec->local_handle = local_handle;
+    rec->cbfunc = cbfunc;
+    rec->cbcontext = cbcontext;
+    rec->cbdata = cbdata;
+    ++batch->count;
+    batch->bytes += size;
+    ++context->getv.counters.get_count;
+    context->getv.counters.get_bytes += size;
+    ++context->getv.counters.get_gathered;
+    MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+    return OPAL_SUCCESS;
+}
+
+void mca_btl_ofi_getv_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                           void *local_address, mca_btl_base_registration_handle_t *local_handle,
+                           void *context, void *cbdata, int status)
+{
+    mca_btl_ofi_getv_batch_t *batch = (mca_btl_ofi_getv_batch_t *) local_address;
+    (void) local_handle;
+    (void) context;
+    (void) cbdata;
+
+    for (uint32_t i = 0; i < batch->count; ++i) {
+        const mca_btl_ofi_getv_rec_t *rec = &batch->rec[i];
+
+        if (NULL != rec->cbfunc) {
+            rec->cbfunc(btl, endpoint, rec->local_address, rec->local_handle, rec->cbcontext,
+                        rec->cbdata, status);
+        }
+    }
+    opal_free_list_return(&batch->module->getv_batches, &batch->super);
+}
+
+mca_btl_base_rdma_completion_fn_t mca_btl_ofi_getv_owner(const void *batch)
+{
+    return ((const mca_btl_ofi_getv_batch_t *) batch)->rec[0].cbfunc;
+}
+
+void mca_btl_ofi_getv_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
+    const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
+    mca_btl_ofi_module_t *module = context->module;
+    mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_rma_msg_t resp;
+    mca_btl_ofi_reg_t *reg;
+    uint64_t sum = 0;
+    int rc;
+
+    if (len < sizeof(*req) || (len - sizeof(*req)) / sizeof(*pieces) != req->pieces
+        || (len - sizeof(*req)) % sizeof(*pieces) != 0) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a malformed message of gathered gets");
+        return;
+    }
+    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped gathered gets from a process we do not know");
+        return;
+    }
+    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
+
+    memset(&resp, 0, sizeof(resp));
+    resp.hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
+    resp.hdr.op = MCA_BTL_OFI_MSG_GETV;
+    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    resp.hdr.origin = mca_btl_ofi_component.my_name;
+    resp.req_id = req->req_id;
+    resp.len = req->len;
+    resp.pieces = req->pieces;
+    resp.status = OPAL_SUCCESS;
+    if (NULL == reg
+        || !(reg->super.access_flags
+             & (MCA_RCACHE_ACCESS_REMOTE_READ | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))
+        || req->len > module->msg_size - sizeof(resp)) {
+        resp.status = OPAL_ERR_BAD_PARAM;
+    }
+    /* every piece inside the registration, and their lengths the total */
+    for (uint32_t i = 0; OPAL_SUCCESS == resp.status && i < req->pieces; ++i) {
+        const uint64_t a = pieces[i].addr, n = pieces[i].len;
+
+        if (n > req->len - sum || a < (uint64_t) (uintptr_t) reg->super.base
+            || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - a)) {
+            resp.status = OPAL_ERR_BAD_PARAM;
+        }
+        sum += n;
+    }
+    if (OPAL_SUCCESS == resp.status && sum != req->len) {
+        resp.status = OPAL_ERR_BAD_PARAM;
+    }
+    /* over the rail that works, if this one's link to it failed */
+    to = mca_btl_ofi_route(origin, &context);
+    if (OPAL_SUCCESS == resp.status) {
+        rc = mca_btl_ofi_msg_send_gather(context, to, &resp, sizeof(resp), pieces, req->pieces);
+        if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+            /* the bytes could not go: the origin's gets fail, told so */
+            resp.status = rc;
+        }
+    }
+    if (OPAL_SUCCESS != resp.status) {
+        resp.len = 0;
+        mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    }
+    OBJ_RELEASE(origin);
+}
+
+void mca_btl_ofi_getv_answer(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *resp = (const mca_btl_ofi_rma_msg_t *) buf;
+    mca_btl_ofi_module_t *module = mca_btl_ofi_emu_request_module(context, resp->req_id);
+    mca_btl_ofi_completion_t *comp = NULL;
+    mca_btl_ofi_getv_batch_t *batch;
+    const char *data;
+
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp);
+    if (NULL != comp
+        && (MCA_BTL_OFI_RMA_GETV != comp->parked_kind
+            || (OPAL_SUCCESS == resp->status
+                && (resp->len != comp->parked_size || len - sizeof(*resp) != resp->len)))) {
+        comp = NULL;
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == comp) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an answer to gathered gets with unknown id %" PRIu64,
+                            resp->req_id);
+        return;
+    }
+    if (OPAL_LIKELY(OPAL_SUCCESS == resp->status)) {
+        batch = (mca_btl_ofi_getv_batch_t *) comp->local_address;
+        data = (const char *) (resp + 1);
+        for (uint32_t i = 0; i < batch->count; ++i) {
+            memcpy(batch->rec[i].local_address, data, batch->wire[i].len);
+            data += batch->wire[i].len;
+        }
+    } else if (OPAL_ERR_BAD_PARAM == resp->status) {
+        MCA_BTL_OFI_SHOW_HELP("rma refused", "get", opal_process_info.nodename,
+                              OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+    }
+    /* its one answer (emu_left 1): completed (the gets' callbacks run in
+     * mca_btl_ofi_getv_done), or failed from progress */
+    mca_btl_ofi_rma_account(module, comp, 1, resp->status);
+}
