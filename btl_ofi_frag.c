@@ -216,31 +216,12 @@ int mca_btl_ofi_frag_start(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *
 int mca_btl_ofi_msg_send_copy(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                               const void *head, size_t head_len, const void *data, size_t data_len)
 {
-    mca_btl_ofi_module_t *module = context->module;
-    mca_btl_ofi_frag_t *frag;
-    int rc;
+    const mca_btl_ofi_putv_piece_t piece = {.addr = (uint64_t) (uintptr_t) data, .len = data_len};
 
-    assert(head_len >= sizeof(mca_btl_ofi_msg_hdr_t) && head_len + data_len <= module->msg_size);
-    frag = (mca_btl_ofi_frag_t *) opal_free_list_get(&module->frags);
-    if (OPAL_UNLIKELY(NULL == frag)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "out of memory for a message of %zu bytes to %s", head_len + data_len,
-                            OPAL_NAME_PRINT(endpoint->proc->proc_name));
-        return OPAL_ERR_OUT_OF_RESOURCE;
-    }
-    memcpy(frag->hdr, head, head_len);
-    if (data_len > 0) {
-        memcpy((char *) frag->hdr + head_len, data, data_len);
-    }
-    frag->segment.seg_len = head_len + data_len - sizeof(*frag->hdr);
-    frag->base.des_flags = MCA_BTL_DES_FLAGS_BTL_OWNERSHIP; /* no callback: ours */
-    frag->endpoint = endpoint;
-    frag->context = context;
-    rc = mca_btl_ofi_frag_start(module, context, frag);
-    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        opal_free_list_return(&module->frags, &frag->base.super); /* not posted */
-    }
-    return rc;
+    assert(head_len >= sizeof(mca_btl_ofi_msg_hdr_t)
+           && head_len + data_len <= context->module->msg_size);
+    return mca_btl_ofi_msg_send_gather(context, endpoint, head, head_len, &piece,
+                                       data_len > 0 ? 1 : 0);
 }
 
 int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,

@@ -36,6 +36,7 @@
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_putv.h"
 #include "btl_ofi_rdma.h"
 
 #include <inttypes.h>
@@ -259,11 +260,8 @@ void mca_btl_ofi_getv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
 {
     const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
     const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
-    mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_endpoint_t *origin, *to;
     mca_btl_ofi_rma_msg_t resp;
-    mca_btl_ofi_reg_t *reg;
-    uint64_t sum = 0;
     int rc;
 
     if (len < sizeof(*req) || (len - sizeof(*req)) / sizeof(*pieces) != req->pieces
@@ -271,40 +269,13 @@ void mca_btl_ofi_getv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a malformed message of gathered gets");
         return;
     }
-    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    origin = mca_btl_ofi_pieces_check(context->module, req, pieces, MCA_RCACHE_ACCESS_REMOTE_READ,
+                                      &resp);
     if (NULL == origin) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "dropped gathered gets from a process we do not know");
         return;
     }
-    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
-
-    memset(&resp, 0, sizeof(resp));
-    resp.hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
-    resp.hdr.op = MCA_BTL_OFI_MSG_GETV;
-    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
-    resp.hdr.origin = mca_btl_ofi_component.my_name;
-    resp.req_id = req->req_id;
-    resp.len = req->len;
-    resp.pieces = req->pieces;
-    resp.status = OPAL_SUCCESS;
-    if (NULL == reg
-        || !(reg->super.access_flags
-             & (MCA_RCACHE_ACCESS_REMOTE_READ | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))
-        || req->len > module->msg_size - sizeof(resp)) {
-        resp.status = OPAL_ERR_BAD_PARAM;
-    }
-    /* every piece inside the registration, and their lengths the total */
-    for (uint32_t i = 0; OPAL_SUCCESS == resp.status && i < req->pieces; ++i) {
-        const uint64_t a = pieces[i].addr, n = pieces[i].len;
-
-        if (n > req->len - sum || a < (uint64_t) (uintptr_t) reg->super.base
-            || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - a)) {
-            resp.status = OPAL_ERR_BAD_PARAM;
-        }
-        sum += n;
-    }
-    if (OPAL_SUCCESS == resp.status && sum != req->len) {
+    /* the answer is one message too */
+    if (OPAL_SUCCESS == resp.status && req->len > context->module->msg_size - sizeof(resp)) {
         resp.status = OPAL_ERR_BAD_PARAM;
     }
     /* over the rail that works, if this one's link to it failed */

@@ -302,16 +302,59 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
     return OPAL_SUCCESS;
 }
 
+mca_btl_ofi_endpoint_t *mca_btl_ofi_pieces_check(mca_btl_ofi_module_t *module,
+                                                 const mca_btl_ofi_rma_msg_t *req,
+                                                 const mca_btl_ofi_putv_piece_t *pieces,
+                                                 int32_t need, mca_btl_ofi_rma_msg_t *resp)
+{
+    const bool put = MCA_BTL_OFI_MSG_PUTV == req->hdr.type;
+    mca_btl_ofi_endpoint_t *origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    mca_btl_ofi_reg_t *reg;
+    uint64_t sum = 0;
+
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped gathered %s from a process we do not know",
+                            put ? "puts" : "gets");
+        return NULL;
+    }
+    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
+
+    memset(resp, 0, sizeof(*resp));
+    resp->hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
+    resp->hdr.op = req->hdr.type;
+    resp->hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    resp->hdr.origin = mca_btl_ofi_component.my_name;
+    resp->req_id = req->req_id;
+    resp->len = req->len;
+    resp->pieces = req->pieces;
+    resp->status = OPAL_SUCCESS;
+    if (NULL == reg || !(reg->super.access_flags & (need | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))) {
+        resp->status = OPAL_ERR_BAD_PARAM;
+    }
+    /* every piece inside the registration, their lengths the total */
+    for (uint32_t i = 0; OPAL_SUCCESS == resp->status && i < req->pieces; ++i) {
+        const uint64_t a = pieces[i].addr, n = pieces[i].len;
+
+        if (n > req->len - sum || a < (uint64_t) (uintptr_t) reg->super.base
+            || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - a)) {
+            resp->status = OPAL_ERR_BAD_PARAM;
+        }
+        sum += n;
+    }
+    if (OPAL_SUCCESS == resp->status && sum != req->len) {
+        resp->status = OPAL_ERR_BAD_PARAM;
+    }
+    return origin;
+}
+
 void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
     const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
     const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
-    mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_endpoint_t *origin, *to;
     mca_btl_ofi_rma_msg_t resp;
-    mca_btl_ofi_reg_t *reg;
     const char *data;
-    uint64_t sum = 0;
 
     if (len < sizeof(*req)
         || (len - sizeof(*req)) / sizeof(*pieces) < req->pieces
@@ -319,37 +362,11 @@ void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a malformed message of gathered puts");
         return;
     }
-    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
+    /* every piece checked before any is stored */
+    origin = mca_btl_ofi_pieces_check(context->module, req, pieces, MCA_RCACHE_ACCESS_REMOTE_WRITE,
+                                      &resp);
     if (NULL == origin) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "dropped gathered puts from a process we do not know");
         return;
-    }
-    reg = mca_btl_ofi_reg_by_key(module, req->key_rail, req->key);
-
-    memset(&resp, 0, sizeof(resp));
-    resp.hdr.type = MCA_BTL_OFI_MSG_RMA_RESP;
-    resp.hdr.op = MCA_BTL_OFI_MSG_PUTV;
-    resp.hdr.rail = MCA_BTL_OFI_NO_SEQ;
-    resp.hdr.origin = mca_btl_ofi_component.my_name;
-    resp.req_id = req->req_id;
-    resp.len = req->len;
-    resp.pieces = req->pieces;
-    resp.status = OPAL_SUCCESS;
-    if (NULL == reg
-        || !(reg->super.access_flags
-             & (MCA_RCACHE_ACCESS_REMOTE_WRITE | MCA_RCACHE_ACCESS_REMOTE_ATOMIC))) {
-        resp.status = OPAL_ERR_BAD_PARAM;
-    }
-    /* every piece inside the registration, before any is stored */
-    for (uint32_t i = 0; OPAL_SUCCESS == resp.status && i < req->pieces; ++i) {
-        const uint64_t a = pieces[i].addr, n = pieces[i].len;
-
-        if (n > req->len - sum || a < (uint64_t) (uintptr_t) reg->super.base
-            || (n > 0 && n - 1 > (uint64_t) (uintptr_t) reg->super.bound - a)) {
-            resp.status = OPAL_ERR_BAD_PARAM;
-        }
-        sum += n;
     }
     if (OPAL_SUCCESS == resp.status) {
         data = (const char *) (pieces + req->pieces);

@@ -8,6 +8,7 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_context.h"
+#include "btl_ofi_wire.h"
 
 BEGIN_C_DECLS
 
@@ -30,6 +31,17 @@ void mca_btl_ofi_putv_send_all(void);
  * MSG): check every piece against the registration, store them all, and
  * answer once. */
 void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
+
+/** The target's checks of a message of pieces (gathered puts or gets,
+ * REQ followed by the pieces' descriptions): the origin's endpoint
+ * (retained; NULL: unknown, the message dropped and said so), and in RESP
+ * the answer's header, its status OPAL_SUCCESS only when the registration
+ * REQ names grants NEED (or remote atomics) and holds every piece, and the
+ * pieces' lengths add up to REQ's. */
+mca_btl_ofi_endpoint_t *mca_btl_ofi_pieces_check(mca_btl_ofi_module_t *module,
+                                                 const mca_btl_ofi_rma_msg_t *req,
+                                                 const mca_btl_ofi_putv_piece_t *pieces,
+                                                 int32_t need, mca_btl_ofi_rma_msg_t *resp);
 
 /** The answer to a gathered message of ours (MCA_BTL_OFI_MSG_RMA_RESP with
  * op MCA_BTL_OFI_MSG_PUTV): its puts are complete. */
