@@ -59,37 +59,15 @@ static inline bool mca_btl_ofi_getv_fits(const mca_btl_ofi_module_t *module,
  * callback. False when it could not be (then it goes as a message). */
 static bool mca_btl_ofi_getv_one(mca_btl_ofi_context_t *context, mca_btl_ofi_getv_batch_t *batch)
 {
-    mca_btl_ofi_module_t *module = context->module;
     const mca_btl_ofi_getv_rec_t *rec = &batch->rec[0];
-    const size_t len = batch->wire[0].len;
     mca_btl_ofi_completion_t *comp;
-    ssize_t rc;
 
-    comp = mca_btl_ofi_completion_alloc(&module->super, context, batch->to, rec->local_address,
-                                        rec->local_handle, rec->cbfunc, rec->cbcontext,
-                                        rec->cbdata);
-    if (NULL == comp) {
-        return false;
-    }
-    mca_btl_ofi_inflight(context, batch->to, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    /* no remote handle: it is only kept with several rails, where nothing
-     * is gathered (mca_btl_ofi_rails_join) */
-    rc = mca_btl_ofi_rma_start(context, comp, MCA_BTL_OFI_RMA_GET, len, batch->first_raddr,
-                               batch->key, NULL);
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (0 != rc) {
-        /* refused for good: as a message, whose answer says why */
-        mca_btl_ofi_inflight(context, batch->to, -1);
-        opal_free_list_return(&context->completions, &comp->super);
-        return false;
-    }
-    /* counted as a get already (mca_btl_ofi_getv_add), and again when
-     * posted above; not gathered */
-    --context->getv.counters.get_count;
-    context->getv.counters.get_bytes -= len;
-    --context->getv.counters.get_gathered;
-    return true;
+    comp = mca_btl_ofi_completion_alloc(&context->module->super, context, batch->to,
+                                        rec->local_address, rec->local_handle, rec->cbfunc,
+                                        rec->cbcontext, rec->cbdata);
+    return NULL != comp
+           && mca_btl_ofi_rma_start_lone(context, comp, MCA_BTL_OFI_RMA_GET, batch->wire[0].len,
+                                         batch->first_raddr, batch->key);
 }
 
 /* Ask for CONTEXT's batch (there is one); its gathering lock is held. */
@@ -107,6 +85,9 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
         opal_free_list_return(&module->getv_batches, &batch->super);
         return;
     }
+    context->getv.counters.get_count += batch->count;
+    context->getv.counters.get_bytes += batch->bytes;
+    context->getv.counters.get_gathered += batch->count;
     /* the message's completion: taken even from a full transmit queue
      * (the gets it carries were taken already) */
     comp = (mca_btl_ofi_completion_t *) opal_free_list_get(&context->completions);
@@ -224,9 +205,6 @@ int mca_btl_ofi_getv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
     rec->cbdata = cbdata;
     ++batch->count;
     batch->bytes += size;
-    ++context->getv.counters.get_count;
-    context->getv.counters.get_bytes += size;
-    ++context->getv.counters.get_gathered;
     MCA_BTL_OFI_UNLOCK(&context->getv.lock);
     return OPAL_SUCCESS;
 }

@@ -818,7 +818,7 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
                                      uint32_t quirks)
 {
     mca_btl_ofi_component_t *component = &mca_btl_ofi_component;
-    bool two_sided;
+    bool two_sided, gather;
 
     module->virt_addr = !!(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR);
     module->prov_key = !!(info->domain_attr->mr_mode & FI_MR_PROV_KEY);
@@ -883,26 +883,21 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
      * gathered puts until it came back. Not on shm: its
      * writes are one copy by the kernel each (about a microsecond), and
      * under mpi_yield_when_idle every gathered message waited 8 ms for
-     * its answer there (not understood yet) */
-    module->putv_max = 0;
-    if (component->put_gather_size > 0 && module->messaging && !module->rma_emulated
-        && !component->progress_thread && module->msg_size >= 4096
-        && 0 != strcmp(info->fabric_attr->prov_name, "shm")) {
-        module->putv_max = mca_btl_ofi_min(component->put_gather_size, module->msg_size / 4);
-    }
-    /* Small gets likewise (btl_ofi_getv.c), where small puts may be: a
-     * batch's request and its answer each fit one message */
-    module->getv_max = 0;
-    if (component->get_gather_size > 0 && module->messaging && !module->rma_emulated
-        && !component->progress_thread && module->msg_size >= 4096
-        && 0 != strcmp(info->fabric_attr->prov_name, "shm")) {
-        module->getv_max = mca_btl_ofi_min(component->get_gather_size, module->msg_size / 4);
-        if (OPAL_SUCCESS
-            != opal_free_list_init(&module->getv_batches, sizeof(mca_btl_ofi_getv_batch_t),
-                                   opal_cache_line_size, OBJ_CLASS(opal_free_list_item_t), 0, 0, 0,
-                                   -1, 4, NULL, 0, NULL, NULL, NULL)) {
-            module->getv_max = 0; /* gets go as the provider's reads */
-        }
+     * its answer there (not understood yet). Small gets likewise
+     * (btl_ofi_getv.c), in the same places: a batch's request and its
+     * answer each fit one message */
+    gather = module->messaging && !module->rma_emulated && !component->progress_thread
+             && module->msg_size >= 4096 && 0 != strcmp(info->fabric_attr->prov_name, "shm");
+    module->putv_max =
+        gather ? mca_btl_ofi_min(component->put_gather_size, module->msg_size / 4) : 0;
+    module->getv_max =
+        gather ? mca_btl_ofi_min(component->get_gather_size, module->msg_size / 4) : 0;
+    if (module->getv_max > 0
+        && OPAL_SUCCESS
+               != opal_free_list_init(&module->getv_batches, sizeof(mca_btl_ofi_getv_batch_t),
+                                      opal_cache_line_size, OBJ_CLASS(opal_free_list_item_t), 0, 0,
+                                      0, -1, 4, NULL, 0, NULL, NULL, NULL)) {
+        module->getv_max = 0; /* gets go as the provider's reads */
     }
     module->tx_limit = info->tx_attr->size > 0 ? (int64_t) info->tx_attr->size : INT64_MAX;
     module->multi_recv_size = 0;

@@ -89,6 +89,9 @@ static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
     context->putv.to = NULL;
     context->putv.count = 0;
     context->putv.bytes = 0;
+    context->putv.counters.put_count += count;
+    context->putv.counters.put_bytes += bytes;
+    context->putv.counters.put_gathered += count;
 
     /* the message's completion: counted in flight until its answer, so
      * that a flush waits for it; taken even from a full transmit queue
@@ -145,88 +148,61 @@ static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
     }
 }
 
-/* mca_btl_ofi_putv_one where other threads may gather on this context
- * while the put is in flight: the piece is copied into the put's
- * completion object (room for 16 bytes, the common case of one word),
- * which lives until the put completes; a larger piece goes as a message. */
-static bool mca_btl_ofi_putv_one_copied(mca_btl_ofi_context_t *context,
-                                        const mca_btl_ofi_putv_piece_t *piece)
-{
-    mca_btl_ofi_endpoint_t *endpoint = context->putv.to;
-    mca_btl_ofi_completion_t *comp;
-    ssize_t rc;
-
-    if (piece->len > sizeof(comp->operand)) {
-        return false;
-    }
-    comp = mca_btl_ofi_completion_alloc(&context->module->super, context, endpoint, NULL, NULL,
-                                        NULL, NULL, NULL);
-    if (NULL == comp) {
-        return false;
-    }
-    memcpy(comp->operand, context->putv.data, piece->len);
-    comp->local_address = comp->operand;
-    mca_btl_ofi_inflight(context, endpoint, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    /* no remote handle: it is only kept with several rails, where nothing
-     * is gathered (mca_btl_ofi_rails_join) */
-    rc = mca_btl_ofi_rma_start(context, comp, MCA_BTL_OFI_RMA_PUT, piece->len,
-                               context->putv.first_raddr, context->putv.key, NULL);
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (0 != rc) {
-        /* refused for good: as a message, whose answer says why */
-        mca_btl_ofi_inflight(context, endpoint, -1);
-        opal_free_list_return(&context->completions, &comp->super);
-        return false;
-    }
-    /* counted as a put already (mca_btl_ofi_putv_add), and again when
-     * posted above; not gathered */
-    --context->putv.counters.put_count;
-    context->putv.counters.put_bytes -= piece->len;
-    --context->putv.counters.put_gathered;
-    return true;
-}
-
 /* At a flush, one piece gathered alone: posted as the provider's own put,
  * which is faster than a message and its answer (tcp;ofi_rxm, 8 bytes and
- * a flush: 12 against 16.5 us on one node). With one thread, from the
- * gathering buffer: the flush that called this waits for it, so the
- * buffer is not written again before it completes. False when the
- * provider refuses it for now (then it goes as a message). The gathering
- * lock is held. */
+ * a flush: 12 against 16.5 us on one node). False when it could not be
+ * (then it goes as a message; a refusal for good is reported first). The
+ * gathering lock is held.
+ *
+ * With one thread, from the gathering buffer and without a completion
+ * object, as put_bare posts: the flush that called this waits for it, so
+ * the buffer is not written again before it completes. Where other
+ * threads may gather on this context meanwhile, the piece is copied into
+ * the put's completion object (room for 16 bytes, the common case of one
+ * word), which lives until the put completes; a larger one goes as a
+ * message. */
 static bool mca_btl_ofi_putv_one(mca_btl_ofi_context_t *context)
 {
     mca_btl_ofi_endpoint_t *endpoint = context->putv.to;
     const mca_btl_ofi_putv_piece_t *piece =
         (const mca_btl_ofi_putv_piece_t *) (context->putv.head + sizeof(mca_btl_ofi_rma_msg_t));
+    mca_btl_ofi_completion_t *comp;
     ssize_t rc = -FI_EAGAIN;
 
     if (!mca_btl_ofi_context_has_room(context) || context->module->bare_limit <= piece->len) {
         return false;
     }
     if (mca_btl_ofi_component.locking) {
-        if (!mca_btl_ofi_putv_one_copied(context, piece)) {
+        if (piece->len > sizeof(comp->operand)
+            || NULL
+                   == (comp = mca_btl_ofi_completion_alloc(&context->module->super, context,
+                                                           endpoint, NULL, NULL, NULL, NULL,
+                                                           NULL))) {
             return false;
         }
-        context->putv.to = NULL;
-        context->putv.count = 0;
-        context->putv.bytes = 0;
-        return true;
+        memcpy(comp->operand, context->putv.data, piece->len);
+        comp->local_address = comp->operand;
+        if (!mca_btl_ofi_rma_start_lone(context, comp, MCA_BTL_OFI_RMA_PUT, piece->len,
+                                        context->putv.first_raddr, context->putv.key)) {
+            return false;
+        }
+    } else {
+        mca_btl_ofi_inflight(context, endpoint, 1);
+        MCA_BTL_OFI_LOCK(&context->lock);
+        if (!context->parked) {
+            rc = mca_btl_ofi_rdma_post(context, MCA_BTL_OFI_RMA_PUT, context->putv.data, NULL,
+                                       endpoint->addrs[context->index], piece->len,
+                                       context->putv.first_raddr, context->putv.key,
+                                       &endpoint->bare.ofi_ctx);
+        }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+        if (0 != rc) {
+            /* said here, where it is seen; the piece itself still goes */
+            (void) mca_btl_ofi_post_refused(context->module, endpoint, "fi_write", rc);
+            mca_btl_ofi_inflight(context, endpoint, -1);
+            return false;
+        }
     }
-    mca_btl_ofi_inflight(context, endpoint, 1);
-    MCA_BTL_OFI_LOCK(&context->lock);
-    if (!context->parked) {
-        rc = fi_write(context->tx, context->putv.data, piece->len, NULL,
-                      endpoint->addrs[context->index], context->putv.first_raddr,
-                      context->putv.key, &endpoint->bare.ofi_ctx);
-    }
-    MCA_BTL_OFI_UNLOCK(&context->lock);
-    if (0 != rc) {
-        mca_btl_ofi_inflight(context, endpoint, -1);
-        return false;
-    }
-    /* counted as a put already (mca_btl_ofi_putv_add), not as gathered */
-    --context->putv.counters.put_gathered;
     context->putv.to = NULL;
     context->putv.count = 0;
     context->putv.bytes = 0;
@@ -295,9 +271,6 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
     memcpy(context->putv.data + context->putv.bytes, local_address, size);
     ++context->putv.count;
     context->putv.bytes += size;
-    ++context->putv.counters.put_count;
-    context->putv.counters.put_bytes += size;
-    ++context->putv.counters.put_gathered;
     MCA_BTL_OFI_UNLOCK(&context->putv.lock);
     return OPAL_SUCCESS;
 }

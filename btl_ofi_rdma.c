@@ -69,6 +69,28 @@ void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context)
     }
 }
 
+bool mca_btl_ofi_rma_start_lone(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
+                                int kind, size_t size, uint64_t raddr, uint64_t key)
+{
+    ssize_t rc;
+
+    mca_btl_ofi_inflight(context, comp->endpoint, 1);
+    MCA_BTL_OFI_LOCK(&context->lock);
+    /* no remote handle: it is only kept with several rails, where nothing
+     * is gathered (mca_btl_ofi_rails_join) */
+    rc = mca_btl_ofi_rma_start(context, comp, kind, size, raddr, key, NULL);
+    MCA_BTL_OFI_UNLOCK(&context->lock);
+    if (OPAL_UNLIKELY(0 != rc)) {
+        /* said here, where it is seen; the piece itself still goes */
+        (void) mca_btl_ofi_post_refused(context->module, comp->endpoint,
+                                        mca_btl_ofi_rma_call(kind), rc);
+        mca_btl_ofi_inflight(context, comp->endpoint, -1);
+        opal_free_list_return(&context->completions, &comp->super);
+        return false;
+    }
+    return true;
+}
+
 /* Put and get: one path, the kind picks fi_write or fi_read. */
 static inline __opal_attribute_always_inline__ int mca_btl_ofi_rdma(
     mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint, int kind, void *local_address,

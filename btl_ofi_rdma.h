@@ -20,6 +20,16 @@ BEGIN_C_DECLS
 int mca_btl_ofi_post_failed(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
                             ssize_t rc, const char *call, const char *file, int line);
 
+/** Post COMP (from mca_btl_ofi_completion_alloc) as one put or get of
+ * SIZE bytes to RADDR/KEY of its peer: a piece gathered alone
+ * (btl_ofi_putv.c, btl_ofi_getv.c), on one rail, so no remote handle is
+ * kept. Counted in flight and as a put or get once posted (or parked for
+ * the backlog). False when the provider refuses it for good: then the
+ * refusal is reported, COMP given back and nothing counted (the caller
+ * sends the piece as a message). */
+bool mca_btl_ofi_rma_start_lone(mca_btl_ofi_context_t *context, mca_btl_ofi_completion_t *comp,
+                                int kind, size_t size, uint64_t raddr, uint64_t key);
+
 /** Post the RMA operations the provider refused earlier, in order. */
 void mca_btl_ofi_backlog_rdma(mca_btl_ofi_context_t *context);
 
