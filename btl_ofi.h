@@ -219,8 +219,14 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl);
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint);
 /** Stop the job through the upper layer's error callback with INFO naming
  * PROC (or NULL) and the cause; without a callback INFO is printed. Not
- * while the module closes. (btl_ofi_liveness.c: the verdicts' way out) */
+ * while the module closes, nor once MPI_Finalize began in this process
+ * (INFO then at verbose level 5 only). (btl_ofi_liveness.c: the verdicts'
+ * way out) */
 void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info);
+/** Whether this process is in MPI_Finalize (or past it): its peers may
+ * then leave at any time, after their own, and what fails towards them
+ * is no fault of theirs. */
+bool mca_btl_ofi_mpi_finalizing(void);
 
 /** fi_close; a failure is reported at verbose level 1 with fi_strerror,
  * WHAT naming the object. Every libfabric object is closed through it. */

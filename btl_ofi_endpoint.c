@@ -64,6 +64,9 @@ static void mca_btl_ofi_endpoint_destruct(mca_btl_ofi_endpoint_t *endpoint)
     }
     free(endpoint->addrs);
     endpoint->addrs = NULL;
+    if (NULL != endpoint->proc) {
+        OBJ_RELEASE(endpoint->proc);
+    }
     /* kept messages: their memory goes with their module's free list */
     while (NULL != opal_list_remove_first(&endpoint->seq.unacked)) {
     }
@@ -145,6 +148,10 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
     if (OPAL_SUCCESS != rc) {
         goto out_release_endpoint;
     }
+    /* our own reference: bml's del_procs drops its own before finalize
+     * has drained the messages that still name this endpoint, and their
+     * error reports then read a freed process ("[[INVALID],INVALID]") */
+    OBJ_RETAIN(proc);
     endpoint->proc = proc;
     endpoint->rail.peer_rail = peer_rail;
     endpoint->rail.peer_key_offset =

@@ -20,6 +20,7 @@
 #include "btl_ofi_modex.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -169,11 +170,40 @@ void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module, mca_btl_ofi_e
     }
 }
 
+/* Open MPI's MPI_Finalize state: ompi_mpi_state (ompi/runtime/
+ * mpiruntime.h) lives in libmpi, above this layer, and is looked up by
+ * name; OMPI_MPI_STATE_FINALIZE_STARTED is 3 in Open MPI 4.x. Not found
+ * (a process without libmpi): never finalizing. */
+#define MCA_BTL_OFI_MPI_FINALIZE_STARTED 3
+
+bool mca_btl_ofi_mpi_finalizing(void)
+{
+    static const volatile int32_t *state;
+    static bool looked;
+
+    if (!looked) {
+        /* a race between two threads looks up the same address twice */
+        state = (const volatile int32_t *) dlsym(RTLD_DEFAULT, "ompi_mpi_state");
+        looked = true;
+    }
+    return NULL != state && *state >= MCA_BTL_OFI_MPI_FINALIZE_STARTED;
+}
+
 /* The verdict's one way out: the upper layer's error callback (ob1's ends
- * the job, printing INFO), or INFO printed where there is none. */
+ * the job, printing INFO), or INFO printed where there is none. Once
+ * MPI_Finalize began here, every peer has entered its own (Open MPI's
+ * finalize fence comes first) and may exit: a message of ours still on
+ * its way to it then fails (coll/ofi's done counts across hosts did, and
+ * a probe of the exited peer's host was refused), which ended the job
+ * with exit code 255 after every rank had finished its work. A peer that
+ * really died then is the runtime's to report. */
 void mca_btl_ofi_module_fatal(mca_btl_ofi_module_t *module, opal_proc_t *proc, char *info)
 {
     if (module->closing) {
+        return;
+    }
+    if (mca_btl_ofi_mpi_finalizing()) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO, "in MPI_Finalize, not an error: %s", info);
         return;
     }
     if (NULL != module->error_cb) {

@@ -188,6 +188,17 @@ static void mca_btl_ofi_op_failed(mca_btl_ofi_context_t *context, const struct f
         if (mca_btl_ofi_ack_failed(frag->hdr, frag->endpoint, fi_strerror(err->err))) {
             return;
         }
+        if (OPAL_UNLIKELY(mca_btl_ofi_mpi_finalizing())) {
+            /* its peer may have left MPI_Finalize already (see
+             * mca_btl_ofi_module_fatal); its owner still gets the status */
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                                "in MPI_Finalize, a message to peer %s failed (%s): not an error",
+                                NULL != frag->endpoint && NULL != frag->endpoint->proc
+                                    ? OPAL_NAME_PRINT(frag->endpoint->proc->proc_name)
+                                    : "?",
+                                fi_strerror(err->err));
+            return;
+        }
     }
 
     if (report_first) {

@@ -166,8 +166,11 @@ report() { # PASS|FAIL|SKIP label secs text [log]
         failed=$((failed + 1))
         echo "FAIL $label (${secs}s): $text"
         if [[ -n $log && -f $log ]]; then
-            echo "---- last 40 lines of ${log#"$repo"/} ----"
-            grep -v 'ORTE_ERROR_LOG.*show_help\.c' "$log" | tail -n 40
+            # btl/ofi's provider selection (btl_ofi_verbose) fills a log
+            # with dozens of lines per rank at start; a failure's lines are
+            # elsewhere (a CI failure once showed nothing but those)
+            echo "---- last 40 lines of ${log#"$repo"/}, btl/ofi's candidate and rail lines left out ----"
+            grep -v -E 'ORTE_ERROR_LOG.*show_help\.c|btl/ofi: (candidate |rail [0-9]+ \(interface)' "$log" | tail -n 40
             echo "---- end of ${log#"$repo"/} ----"
         fi
         ;;
@@ -254,7 +257,8 @@ first_fail() { # log
     local what
     what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
     if [[ -z $what ]]; then
-        what=$(grep -m1 -E 'symbol lookup error|Segmentation|Aborted|signal|MPI error|MPI_ERR|WRONG DATA|fi call failed|btl/ofi|unreachable|No route' "$1" | cut -c1-300)
+        what=$(grep -E 'symbol lookup error|Segmentation|Aborted|signal|MPI error|MPI_ERR|WRONG DATA|fi call failed|btl/ofi|unreachable|No route' "$1" |
+            grep -v -m1 -E 'btl/ofi: (candidate |rail [0-9]+ \(interface)' | cut -c1-300)
     fi
     echo "$what"
 }
