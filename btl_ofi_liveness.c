@@ -509,6 +509,31 @@ void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endp
     }
 }
 
+bool mca_btl_ofi_endpoint_left(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint)
+{
+    char why[MCA_BTL_OFI_WHY_LEN];
+    bool closed;
+
+    if (endpoint->lost || endpoint->dead || endpoint->live.finalized) {
+        return true;
+    }
+    if (endpoint->live.checkable) {
+        return mca_btl_ofi_endpoint_gone(endpoint);
+    }
+    if (0 == endpoint->live.host.ss_family) {
+        return false; /* no way to know: finalize waits */
+    }
+    /* a goodbye on our liveness connection (finalized set), or the
+     * connection closed without one */
+    MCA_BTL_OFI_LOCK(&module->lock);
+    closed = mca_btl_ofi_live_closed_now(endpoint, why, sizeof(why));
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (closed || endpoint->live.finalized) {
+        return true;
+    }
+    return ECONNREFUSED == mca_btl_ofi_probe_now(&endpoint->live.host, MCA_BTL_OFI_SUSPECT_WAIT_MS);
+}
+
 static void mca_btl_ofi_probe_start(mca_btl_ofi_module_t *module,
                                     const struct sockaddr_storage *host, double now,
                                     double stalled_since)

@@ -88,6 +88,11 @@ bool mca_btl_ofi_dead_sender(mca_btl_ofi_module_t *module);
 /* An error without a clear cause involved this peer: probe it at the next
  * check (peers on other hosts; same-host peers are checked at once). */
 void mca_btl_ofi_endpoint_suspect(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint);
+/* Finalize's drain: whether ENDPOINT's peer will never take anything
+ * from us again: lost, its goodbye heard, its process gone (this host),
+ * or its liveness listener, closed as its btl finalizes, refusing a probe
+ * (another host; waits MCA_BTL_OFI_SUSPECT_WAIT_MS at most). */
+bool mca_btl_ofi_endpoint_left(mca_btl_ofi_module_t *module, mca_btl_ofi_endpoint_t *endpoint);
 /* Close the probes of peers' hosts still under way (module teardown). */
 void mca_btl_ofi_probes_fini(mca_btl_ofi_module_t *module);
 

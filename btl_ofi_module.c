@@ -562,15 +562,89 @@ static double mca_btl_ofi_now(void)
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
 }
 
-/* Drain what is in flight so no completion names freed memory; give up
- * (and say so) after MCA_BTL_OFI_DRAIN_SECONDS. */
+/* Whether ENDPOINT's peer still has work of ours queued or in flight:
+ * posted and not completed (puts, gets, atomics and messages, parked ones
+ * included), or a message waiting in a context's queue, not yet posted.
+ * The contexts' locks are taken. */
+static bool mca_btl_ofi_endpoint_owed(mca_btl_ofi_module_t *module,
+                                      mca_btl_ofi_endpoint_t *endpoint)
+{
+    bool owed = endpoint->posted != endpoint->completed;
+
+    for (int i = 0; i < module->num_contexts && !owed; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        mca_btl_ofi_frag_t *frag;
+
+        MCA_BTL_OFI_LOCK(&context->lock);
+        OPAL_LIST_FOREACH (frag, &context->sendq, mca_btl_ofi_frag_t) {
+            if (frag->endpoint == endpoint) {
+                owed = true;
+                break;
+            }
+        }
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
+    return owed;
+}
+
+/* Whether what finalize still waits for is owed to peers that left
+ * (mca_btl_ofi_endpoint_left: they will never take it): true when some
+ * peers are owed work and none of them is still there. A peer leaves
+ * MPI_Finalize at its own pace once every rank entered it; a message to it
+ * that the provider held back meanwhile (tcp;ofi_rxm connecting to a peer
+ * that had not accepted yet, and then retrying its connection for ever)
+ * was waited for the whole MCA_BTL_OFI_DRAIN_SECONDS. *PEERS: how many. */
+static bool mca_btl_ofi_drain_owed_to_gone(mca_btl_ofi_module_t *module, int *peers)
+{
+    opal_list_t *lists[2] = {&module->endpoints, &module->retired};
+    mca_btl_ofi_endpoint_t *endpoint;
+    int owed = 0;
+
+    /* the lists do not change here: add_procs and del_procs are done */
+    for (int l = 0; l < 2; ++l) {
+        OPAL_LIST_FOREACH (endpoint, lists[l], mca_btl_ofi_endpoint_t) {
+            if (!mca_btl_ofi_endpoint_owed(module, endpoint)) {
+                continue;
+            }
+            if (!mca_btl_ofi_endpoint_left(module, endpoint)) {
+                return false;
+            }
+            owed++;
+        }
+    }
+    *peers = owed;
+    return owed > 0;
+}
+
+/* Seconds between two looks at the peers finalize still waits for (each
+ * may probe their hosts). */
+#define MCA_BTL_OFI_DRAIN_LOOK_SECONDS 0.05
+
+/* Drain what is in flight so no completion names freed memory; stop when
+ * all of it is owed to peers that left MPI_Finalize (nothing lost that
+ * anyone waits for), or give up (and say so) after
+ * MCA_BTL_OFI_DRAIN_SECONDS. */
 static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
 {
-    double deadline = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_SECONDS;
+    double now = mca_btl_ofi_now(), deadline = now + MCA_BTL_OFI_DRAIN_SECONDS;
+    double look = now + MCA_BTL_OFI_DRAIN_LOOK_SECONDS;
+    int peers;
 
     while (mca_btl_ofi_outstanding(module) > 0) {
         (void) mca_btl_ofi_component_progress(); /* every rail: see flush */
-        if (mca_btl_ofi_now() > deadline) {
+        now = mca_btl_ofi_now();
+        if (now > look) {
+            if (mca_btl_ofi_drain_owed_to_gone(module, &peers)) {
+                MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                                    "rail %d: finalize leaves %lld operation(s) to %d peer(s) that "
+                                    "already left MPI_Finalize",
+                                    module->rail, (long long) mca_btl_ofi_outstanding(module),
+                                    peers);
+                return;
+            }
+            look = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_LOOK_SECONDS;
+        }
+        if (now > deadline) {
             MCA_BTL_OFI_SHOW_HELP("drain timeout", opal_process_info.nodename,
                                   (long long) mca_btl_ofi_outstanding(module),
                                   MCA_BTL_OFI_DRAIN_SECONDS);
