@@ -19,8 +19,9 @@
  *     turn, 100 times, then one MPI_Win_flush_all (the message changes
  *     peer at every put);
  *  3. puts alternately into two windows (another registration each time);
- *  4. puts of 0, 1023, 1024, 1025 and 4096 bytes (both sides of the size
- *     limit);
+ *  4. puts of 0, 1023, 1024, 1025, 4095, 4096, 4097, 16384 and 16385
+ *     bytes (both sides of every size limit: the parameter's 1 KiB when
+ *     set so, a quarter of tcp;ofi_rxm's and of sockets' messages);
  *  5. puts and then MPI_Win_unlock_all, no flush of its own;
  *  6. accumulates of a vector of 300 doubles (every other one) with
  *     MPI_REPLACE and MPI_SUM into the next rank, flush, read back: their
@@ -29,8 +30,8 @@
  *     step alone);
  *  7. gets of vectors of 1 to 2000 doubles (every other one) from the
  *     next rank, each checked and the doubles between left alone, a get
- *     of one double alone, gets from 3 peers in turn, and gets of 0,
- *     1023, 1024, 1025 and 4096 bytes: every byte compared;
+ *     of one double alone, gets from 3 peers in turn, and gets of the
+ *     sizes of step 4: every byte compared;
  *  8. (threads) 4 threads at once, each 40 rounds of: a vector of 150
  *     doubles into its own part of the next rank's window, or one double
  *     (a flush that finds one piece posts it as a put of its own), then
@@ -42,7 +43,14 @@
 #include <pthread.h>
 
 #define NMAX 2000
-#define SLOT (2 * NMAX + 1024) /* doubles of each window (step 4 reaches 36 KiB) */
+/* steps 4 and 7: sizes on both sides of the limits btl/ofi gathers up to
+ * (btl_ofi_put_gather_size and btl_ofi_get_gather_size, capped at a
+ * quarter of the provider's message size: 4 KiB on tcp;ofi_rxm, 16 KiB
+ * on sockets), each at its own SPACING bytes of the window */
+#define NSIZES 9
+static const int sz[NSIZES] = {0, 1023, 1024, 1025, 4095, 4096, 4097, 16384, 16385};
+#define SPACING 20480
+#define SLOT (NSIZES * SPACING / 8) /* doubles of each window */
 
 static MPI_Win win, win2;
 static double *mem, *mem2;
@@ -148,32 +156,32 @@ static void turns(void)
     }
 }
 
-/* step 4: sizes around the limit, each at its own 8 KiB of the window;
- * step 5: no flush before the unlock */
+/* step 4: sizes around the limits, each at its own SPACING bytes of the
+ * window; step 5: no flush before the unlock */
 static void sizes(void)
 {
-    static const int sz[] = {0, 1023, 1024, 1025, 4096};
-    static unsigned char bufs[5][4096]; /* one per put: none reused before the flush */
+    static unsigned char bufs[NSIZES][SPACING]; /* one per put: none reused before the flush */
     unsigned char *at = (unsigned char *) mem;
 
     for (int round = 0; round < 2; ++round) {
         memset(mem, 0, SLOT * sizeof(double));
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         MPI_CHECK(MPI_Win_lock_all(0, win));
-        for (int k = 0; k < 5; ++k) {
+        for (int k = 0; k < NSIZES; ++k) {
             tc_fill(bufs[k], tc_rank, (size_t) sz[k], (unsigned) (100 * round + k));
-            MPI_CHECK(MPI_Put(bufs[k], sz[k], MPI_BYTE, next_rank, (MPI_Aint) k * 1024, sz[k],
-                              MPI_BYTE, win));
+            MPI_CHECK(MPI_Put(bufs[k], sz[k], MPI_BYTE, next_rank, (MPI_Aint) k * SPACING / 8,
+                              sz[k], MPI_BYTE, win));
         }
         if (0 == round) {
             MPI_CHECK(MPI_Win_flush(next_rank, win));
         }
         MPI_CHECK(MPI_Win_unlock_all(win));
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        for (int k = 0; k < 5; ++k) {
+        for (int k = 0; k < NSIZES; ++k) {
             tc_verify(tc_fmt("%d bytes from rank %d (%s)", sz[k], prev_rank,
                              0 == round ? "flushed" : "unlocked without a flush"),
-                      at + (size_t) k * 8192, prev_rank, (size_t) sz[k], (unsigned) (100 * round + k));
+                      at + (size_t) k * SPACING, prev_rank, (size_t) sz[k],
+                      (unsigned) (100 * round + k));
         }
     }
 }
@@ -230,10 +238,9 @@ static unsigned long long accumulates(void)
 static void gets(void)
 {
     static const int ns[] = {1, 7, 300, NMAX};
-    static const int sz[] = {0, 1023, 1024, 1025, 4096};
     const int peers[3] = {next_rank, (tc_rank + 2) % tc_size, tc_rank};
     double *back = malloc(2 * NMAX * sizeof(double)), one = 0.0, three[3];
-    unsigned char *bytes = malloc(5 * 8192);
+    unsigned char *bytes = malloc(NSIZES * SPACING);
 
     CHECK(NULL != back && NULL != bytes, "malloc");
     /* every rank's window: value(owner, 80, i) at double i */
@@ -274,18 +281,19 @@ static void gets(void)
     MPI_CHECK(MPI_Win_unlock_all(win));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     /* sizes around the limit: the window's bytes as a pattern */
-    for (int k = 0; k < 5; ++k) {
-        tc_fill((unsigned char *) mem + (size_t) k * 8192, tc_rank, (size_t) sz[k], 300u + (unsigned) k);
+    for (int k = 0; k < NSIZES; ++k) {
+        tc_fill((unsigned char *) mem + (size_t) k * SPACING, tc_rank, (size_t) sz[k],
+                300u + (unsigned) k);
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     MPI_CHECK(MPI_Win_lock_all(0, win));
-    for (int k = 0; k < 5; ++k) {
-        MPI_CHECK(MPI_Get(bytes + (size_t) k * 8192, sz[k], MPI_BYTE, next_rank, (MPI_Aint) k * 1024,
-                          sz[k], MPI_BYTE, win));
+    for (int k = 0; k < NSIZES; ++k) {
+        MPI_CHECK(MPI_Get(bytes + (size_t) k * SPACING, sz[k], MPI_BYTE, next_rank,
+                          (MPI_Aint) k * SPACING / 8, sz[k], MPI_BYTE, win));
     }
     MPI_CHECK(MPI_Win_unlock_all(win));
-    for (int k = 0; k < 5; ++k) {
-        tc_verify(tc_fmt("get of %d bytes from rank %d", sz[k], next_rank), bytes + (size_t) k * 8192,
+    for (int k = 0; k < NSIZES; ++k) {
+        tc_verify(tc_fmt("get of %d bytes from rank %d", sz[k], next_rank), bytes + (size_t) k * SPACING,
                   next_rank, (size_t) sz[k], 300u + (unsigned) k);
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -384,8 +392,9 @@ int main(int argc, char **argv)
     CHECK(NTHREADS * TPART <= SLOT && (TROUNDS - 1) % 3 != 1, "step 8 does not fit the window");
     next_rank = (tc_rank + 1) % tc_size;
     prev_rank = (tc_rank + tc_size - 1) % tc_size;
-    /* step 4's puts reach byte 4 * 8192 + 4096 of it */
-    CHECK(SLOT * sizeof(double) >= 4 * 8192 + 4096 && SLOT >= (size_t) tc_size * 300,
+    /* steps 4 and 7 reach byte (NSIZES - 1) * SPACING + 16385 of it */
+    CHECK(SLOT * sizeof(double) >= (NSIZES - 1) * SPACING + 16385 && SLOT >= (size_t) tc_size * 300
+              && SLOT >= 2 * NMAX + 2,
           "window too small for %d ranks", tc_size);
     mem = calloc(SLOT, sizeof(double));
     mem2 = calloc(SLOT, sizeof(double));
@@ -425,7 +434,7 @@ int main(int argc, char **argv)
     MPI_CHECK(MPI_Win_free(&win));
     free(mem);
     free(mem2);
-    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 4096, unlock without flush, accumulates of a vector%s: every byte right (%.2fs)",
+    tc_say("gather: vectors of 1 to %d pieces, puts to 3 peers and 2 windows in turn, sizes 0 to 16385, unlock without flush, accumulates of a vector%s: every byte right (%.2fs)",
            NMAX, with_threads ? ", 4 threads at once (MPI_THREAD_MULTIPLE)" : "", tc_now() - t0);
     tc_finish();
     return 0;
