@@ -1369,6 +1369,7 @@ static mca_btl_base_module_t **mca_btl_ofi_component_init(int *num_btl_modules,
     mca_btl_ofi_check_params();
     c->locking = enable_mpi_threads || c->progress_thread;
     memcpy(&c->my_name, &OPAL_PROC_MY_NAME, sizeof(c->my_name));
+    c->mpi_state = (const volatile int32_t *) dlsym(RTLD_DEFAULT, "ompi_mpi_state");
 #if MCA_BTL_OFI_FAULT_INJECTION
     mca_btl_ofi_fault_parse(c->inject_fault);
 #endif

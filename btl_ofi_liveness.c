@@ -20,7 +20,6 @@
 #include "btl_ofi_modex.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -170,22 +169,16 @@ void mca_btl_ofi_endpoint_host(const mca_btl_ofi_module_t *module, mca_btl_ofi_e
     }
 }
 
-/* Open MPI's MPI_Finalize state: ompi_mpi_state (ompi/runtime/
- * mpiruntime.h) lives in libmpi, above this layer, and is looked up by
- * name; OMPI_MPI_STATE_FINALIZE_STARTED is 3 in Open MPI 4.x. Not found
- * (a process without libmpi): never finalizing. */
+/* Open MPI's MPI_Finalize state (ompi/runtime/mpiruntime.h, found at
+ * init: mca_btl_ofi_component.mpi_state): OMPI_MPI_STATE_FINALIZE_STARTED
+ * is 3 in Open MPI 4.x. Not found (a process without libmpi): never
+ * finalizing. */
 #define MCA_BTL_OFI_MPI_FINALIZE_STARTED 3
 
 bool mca_btl_ofi_mpi_finalizing(void)
 {
-    static const volatile int32_t *state;
-    static bool looked;
+    const volatile int32_t *state = mca_btl_ofi_component.mpi_state;
 
-    if (!looked) {
-        /* a race between two threads looks up the same address twice */
-        state = (const volatile int32_t *) dlsym(RTLD_DEFAULT, "ompi_mpi_state");
-        looked = true;
-    }
     return NULL != state && *state >= MCA_BTL_OFI_MPI_FINALIZE_STARTED;
 }
 

@@ -486,6 +486,10 @@ typedef struct mca_btl_ofi_component_t {
     /* the context when there is one module with one context (the common
      * case), else NULL: the progress callback then goes straight to it */
     struct mca_btl_ofi_context_t *only_context;
+    /* Open MPI's ompi_mpi_state (libmpi, above this layer: looked up by
+     * name at init), NULL in a process without it; read by
+     * mca_btl_ofi_mpi_finalizing */
+    const volatile int32_t *mpi_state;
 } mca_btl_ofi_component_t;
 
 /* Open MPI finds the component by this exported name. Our own code

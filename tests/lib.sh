@@ -151,6 +151,10 @@ passed=0
 failed=0
 skipped=0
 
+# btl/ofi's provider selection (btl_ofi_verbose): dozens of lines per rank
+# at start, never the cause of a failure
+lib_selection_re='btl/ofi: (candidate |rail [0-9]+ \(interface)'
+
 report() { # PASS|FAIL|SKIP label secs text [log]
     local what=$1 label=$2 secs=$3 text=$4 log=${5:-}
     case $what in
@@ -166,11 +170,9 @@ report() { # PASS|FAIL|SKIP label secs text [log]
         failed=$((failed + 1))
         echo "FAIL $label (${secs}s): $text"
         if [[ -n $log && -f $log ]]; then
-            # btl/ofi's provider selection (btl_ofi_verbose) fills a log
-            # with dozens of lines per rank at start; a failure's lines are
-            # elsewhere (a CI failure once showed nothing but those)
+            # a CI failure once showed nothing but btl/ofi's selection
             echo "---- last 40 lines of ${log#"$repo"/}, btl/ofi's candidate and rail lines left out ----"
-            grep -v -E 'ORTE_ERROR_LOG.*show_help\.c|btl/ofi: (candidate |rail [0-9]+ \(interface)' "$log" | tail -n 40
+            grep -v -E "ORTE_ERROR_LOG.*show_help\\.c|$lib_selection_re" "$log" | tail -n 40
             echo "---- end of ${log#"$repo"/} ----"
         fi
         ;;
@@ -258,7 +260,7 @@ first_fail() { # log
     what=$(grep -m1 -o 'FAIL \[rank .*' "$1" | cut -c1-400)
     if [[ -z $what ]]; then
         what=$(grep -E 'symbol lookup error|Segmentation|Aborted|signal|MPI error|MPI_ERR|WRONG DATA|fi call failed|btl/ofi|unreachable|No route' "$1" |
-            grep -v -m1 -E 'btl/ofi: (candidate |rail [0-9]+ \(interface)' | cut -c1-300)
+            grep -v -m1 -E "$lib_selection_re" | cut -c1-300)
     fi
     echo "$what"
 }
