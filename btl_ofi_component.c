@@ -379,7 +379,7 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         "progress stores piece by piece: a derived datatype of many small pieces (a column of "
         "a matrix, a strided ARMCI put) then costs a few messages instead of one exchange per "
         "piece. Only where this process sends messages anyway and puts are not already carried "
-        "as messages (not udp;ofi_rxd), not on shm, not with btl_ofi_progress_thread, with one rail; "
+        "as messages (not udp;ofi_rxd), not with btl_ofi_progress_thread, with one rail; "
         "at most a quarter of the provider's message size (4 KiB on tcp;ofi_rxm). 0: never. "
         "Default 16 KiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,

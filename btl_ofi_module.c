@@ -954,14 +954,15 @@ static bool mca_btl_ofi_module_paths(mca_btl_ofi_module_t *module, const struct 
      * puts are not already messages. Not with btl_ofi_progress_thread:
      * that thread answers messages only where atomics or RMA are
      * emulated, so a target computing outside MPI would hold the
-     * gathered puts until it came back. Not on shm: its
-     * writes are one copy by the kernel each (about a microsecond), and
-     * under mpi_yield_when_idle every gathered message waited 8 ms for
-     * its answer there (not understood yet). Small gets likewise
+     * gathered puts until it came back. On shm too since 2026-12-01:
+     * its writes are one kernel copy each, about a microsecond, but a
+     * vector of 256 doubles + flush still took 628 us one piece at a time
+     * and 11 us gathered (2 ranks, mpi_yield_when_idle; the 8 ms answers
+     * once seen there under it no longer show). Small gets likewise
      * (btl_ofi_getv.c), in the same places: a batch's request and its
      * answer each fit one message */
     gather = module->messaging && !module->rma_emulated && !component->progress_thread
-             && module->msg_size >= 4096 && 0 != strcmp(info->fabric_attr->prov_name, "shm");
+             && module->msg_size >= 4096;
     module->putv_max =
         gather ? mca_btl_ofi_min(component->put_gather_size, module->msg_size / 4) : 0;
     module->getv_max =

@@ -270,8 +270,8 @@ run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered 
         ;;
     gathered | direct | gathered-mt | direct-mt)
         # tests/gather.c: small puts gathered into messages (btl_ofi_putv.c)
-        # where btl/ofi does that (gathered), or not at all (direct: shm,
-        # udp;ofi_rxd whose puts are messages already); -mt: with
+        # where btl/ofi does that (gathered), or not at all (direct:
+        # udp;ofi_rxd, whose puts are messages already); -mt: with
         # MPI_THREAD_MULTIPLE and 4 threads putting at once
         label+=" (small puts $([[ $mode == gathered* ]] && echo "gathered into messages" || echo "not gathered")"
         label+="$([[ $mode == *-mt ]] && echo ", 4 threads, MPI_THREAD_MULTIPLE"))"
@@ -347,12 +347,11 @@ if ((any_mpi)); then
         for np in $NPS; do
             wanted gather || continue
             run_mpi_test "$prov" "$np" gather \
-                "$([[ $prov == shm || $prov == "udp;ofi_rxd" ]] && echo direct || echo gathered)"
+                "$([[ $prov == "udp;ofi_rxd" ]] && echo direct || echo gathered)"
         done
         # with threads where puts and gets are gathered (the gathering
-        # locks), and on shm (not gathered: a few seconds)
-        [[ $prov != "udp;ofi_rxd" ]] && wanted gather && run_mpi_test "$prov" 2 gather \
-            "$([[ $prov == shm ]] && echo direct || echo gathered)-mt"
+        # locks)
+        [[ $prov != "udp;ofi_rxd" ]] && wanted gather && run_mpi_test "$prov" 2 gather gathered-mt
         wanted atomics && run_mpi_test "$prov" 4 atomics intrinsic
         # the message path of puts and gets, forced where it is not the
         # default (udp;ofi_rxd runs it above): larger pieces than rxd's
