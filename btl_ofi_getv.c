@@ -140,7 +140,10 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
 
 void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context)
 {
-    MCA_BTL_OFI_LOCK(&context->getv.lock);
+    /* a try, as mca_btl_ofi_putv_send */
+    if (0 != MCA_BTL_OFI_TRYLOCK(&context->getv.lock)) {
+        return;
+    }
     if (NULL != context->getv.batch) {
         mca_btl_ofi_getv_post(context);
     }
@@ -156,7 +159,13 @@ void mca_btl_ofi_getv_send_all(void)
             continue;
         }
         for (int i = 0; i < module->num_contexts; ++i) {
-            mca_btl_ofi_getv_send(module->contexts + i);
+            mca_btl_ofi_context_t *context = module->contexts + i;
+
+            MCA_BTL_OFI_LOCK(&context->getv.lock);
+            if (NULL != context->getv.batch) {
+                mca_btl_ofi_getv_post(context);
+            }
+            MCA_BTL_OFI_UNLOCK(&context->getv.lock);
         }
     }
 }

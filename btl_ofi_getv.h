@@ -55,7 +55,8 @@ int mca_btl_ofi_getv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
                          mca_btl_base_registration_handle_t *remote_handle, size_t size,
                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 
-/** Ask for what CONTEXT gathered, if anything. */
+/** Ask for what CONTEXT gathered, if anything and its gathering lock is
+ * free (as mca_btl_ofi_putv_send). The progress callback's pass. */
 void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context);
 
 /** Ask for what every context of every module gathered (flush). */

@@ -444,15 +444,10 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     struct fi_cq_data_entry entries[MCA_BTL_OFI_CQ_BATCH_MAX];
     ssize_t count;
 
-    /* puts gathered since the last pass leave now: none waits for more
-     * than the caller's next call into MPI (a look without the gathering
-     * lock: mca_btl_ofi_putv_send looks again under it) */
-    if (OPAL_UNLIKELY(0 != context->putv.count)) {
-        mca_btl_ofi_putv_send(context);
-    }
-    if (OPAL_UNLIKELY(NULL != context->getv.batch)) {
-        mca_btl_ofi_getv_send(context);
-    }
+    /* puts and gets gathered since the last pass leave now: none waits
+     * for more than the caller's next call into MPI */
+    mca_btl_ofi_putv_send(context);
+    mca_btl_ofi_getv_send(context);
     /* another thread is draining this context: nothing to add. Draining
      * includes running the callbacks of what it read: a thread that read
      * the next completions meanwhile ran theirs first, and a receiver

@@ -232,7 +232,12 @@ void mca_btl_ofi_putv_send_all(void)
 
 void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
 {
-    MCA_BTL_OFI_LOCK(&context->putv.lock);
+    /* a try: the count is read under the lock only (a look without it
+     * raced with mca_btl_ofi_putv_add: helgrind), and a progress pass
+     * never waits behind a thread that is gathering */
+    if (0 != MCA_BTL_OFI_TRYLOCK(&context->putv.lock)) {
+        return;
+    }
     if (0 != context->putv.count) {
         mca_btl_ofi_putv_post(context);
     }

@@ -21,7 +21,9 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
                          void *local_address, uint64_t remote_address,
                          mca_btl_base_registration_handle_t *remote_handle, size_t size);
 
-/** Send what CONTEXT gathered, if anything. */
+/** Send what CONTEXT gathered, if anything and its gathering lock is free
+ * (a thread holding it is adding a put or sending: it, or the next pass,
+ * sends). The progress callback's pass. */
 void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context);
 
 /** Send what every context of every module gathered (flush, drain). */
