@@ -27,6 +27,11 @@
 # plot per setup (plots/, gnuplot). UPDATE_README=1 puts table and goals
 # between README's lines "(coll-bench begin)" and "(coll-bench end)".
 #
+# METHOD=osu: OSU's method instead of back-to-back calls (coll_bench
+# -osu: a barrier before each call, the average over the ranks of each
+# call's own time); OUT ends in -osu, and UPDATE_README=1 writes between
+# "(coll-bench-osu begin)" and "(coll-bench-osu end)".
+#
 # Exit status 1 when a run ends badly (crash, hang, wrong result, or the
 # ofi contender not served by coll/ofi). Timings are never asserted.
 set -uo pipefail
@@ -45,8 +50,18 @@ else
     REPS=${REPS:-1}
     args=(-lat 8:1m -step 4 -runs 5 -run-ms 20)
 fi
+METHOD=${METHOD:-back-to-back}
+mark=coll-bench
+case $METHOD in
+back-to-back) ;;
+osu) args+=(-osu) mark=coll-bench-osu ;;
+*)
+    echo "coll-bench: METHOD is back-to-back or osu, not '$METHOD'" >&2
+    exit 1
+    ;;
+esac
 TIMEOUT=${TIMEOUT:-600}
-OUT=${OUT:-$repo/bench/results/coll-$(date +%Y-%m-%d)$( ((quick)) && echo -quick)}
+OUT=${OUT:-$repo/bench/results/coll-$(date +%Y-%m-%d)$( ((quick)) && echo -quick)$([[ $METHOD == osu ]] && echo -osu)}
 bindir=$here/bin
 
 say() { echo "coll-bench: $*"; }
@@ -193,7 +208,7 @@ EOF
 fi
 
 report() {
-    echo "bench/coll.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; plots in ${OUT#"$repo"/}/plots/"
+    echo "bench/coll.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), method $METHOD, $REPS repetition(s), medians; plots in ${OUT#"$repo"/}/plots/"
     echo
     cat table.md
     echo
@@ -202,13 +217,14 @@ report() {
 }
 if [[ ${UPDATE_README:-0} == 1 ]] && ((!quick)); then
     block=$(
-        echo "(coll-bench begin)"
+        echo "($mark begin)"
         echo
         report
-        echo "(coll-bench end)"
+        echo "($mark end)"
     )
-    BLOCK=$block awk 'BEGIN { b = ENVIRON["BLOCK"] } /^\(coll-bench begin\)/ { print b; skip = 1; next }
-        /^\(coll-bench end\)/ { skip = 0; next } !skip' "$repo/README" >README.new &&
+    BLOCK=$block MARK=$mark awk 'BEGIN { b = ENVIRON["BLOCK"]; m = ENVIRON["MARK"] }
+        $0 == "(" m " begin)" { print b; skip = 1; next }
+        $0 == "(" m " end)" { skip = 0; next } !skip' "$repo/README" >README.new &&
         mv README.new "$repo/README"
 fi
 report

@@ -3,14 +3,19 @@
  * latency on MPI_COMM_WORLD, whatever coll component serves them (the
  * comparison is made by bench/coll.sh with coll_ofi_priority 90 or 0).
  *
- *   mpirun -np N bench/bin/coll_bench [-ops bcast,reduce,allreduce,barrier]
+ *   mpirun -np N bench/bin/coll_bench [-osu] [-ops bcast,reduce,allreduce,barrier]
  *                                     [-lat 8:1m] [-step 4] [-runs R] ...
  *
  * Per size: a warmup calibrates the iterations of a timed run (rank 0
  * decides, every rank follows); each timed run is R back-to-back calls
  * between two barriers, and its time per call is the slowest rank's; the
  * median of -runs runs is printed as "op size lat us" (bench_util.h's
- * format). Reductions are MPI_SUM over MPI_INT64_T (size / 8 elements);
+ * format). With -osu, OSU's method instead (osu_bcast, osu_reduce...): a
+ * barrier before every call, each rank times its calls alone, and a run's
+ * time per call is the average over the ranks: the latency of one call
+ * that all ranks enter together, where the back-to-back runs measure how
+ * many calls a second the slowest rank completes (a rooted call's ranks
+ * may be several calls apart there). Reductions are MPI_SUM over MPI_INT64_T (size / 8 elements);
  * the root is rank 0 (bcast, reduce).
  *
  * Checked after each size, outside the timing, with the same call: bcast
@@ -27,6 +32,7 @@
 #include "bench_util.h"
 
 static int rank, size;
+static int osu; /* -osu: a barrier before each call, the ranks' average */
 static struct bench_opts opt;
 static unsigned char *buf, *out;
 static long bad;
@@ -46,11 +52,25 @@ static void call(const char *op, size_t bytes)
     }
 }
 
-/* One run of ITERS calls; the slowest rank's seconds per call, on every rank. */
+/* One run of ITERS calls; the slowest rank's seconds per call (with -osu
+ * the ranks' average of each call's own time), on every rank. */
 static double timed(const char *op, size_t bytes, long iters)
 {
     double t0, t, slowest;
 
+    if (osu) {
+        double in_calls = 0, sum;
+
+        for (long i = 0; i < iters; ++i) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            call(op, bytes);
+            in_calls += MPI_Wtime() - t0;
+        }
+        t = in_calls / (double) iters;
+        MPI_Allreduce(&t, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        return sum / size;
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (long i = 0; i < iters; ++i) {
@@ -145,9 +165,11 @@ int main(int argc, char **argv)
     opt.lat_max = (size_t) 1 << 20;
     opt.step = 4;
     for (int i = 1; i < argc; ++i) {
-        if (1 != bench_parse_common(&opt, argc, argv, &i)) {
+        if (0 == strcmp(argv[i], "-osu")) {
+            osu = 1;
+        } else if (1 != bench_parse_common(&opt, argc, argv, &i)) {
             if (0 == rank) {
-                fprintf(stderr, "usage: coll_bench [options]\n");
+                fprintf(stderr, "usage: coll_bench [-osu] [options]\n");
                 bench_usage_common(stderr);
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -162,8 +184,8 @@ int main(int argc, char **argv)
     memset(buf, 0, largest + 8);
     nsizes = bench_sizes(&opt, opt.lat_min, opt.lat_max, sizes);
     if (0 == rank) {
-        printf("# coll_bench np %d ops %s sizes %zu..%zu runs %d\n", size, opt.ops, opt.lat_min,
-               opt.lat_max, opt.runs);
+        printf("# coll_bench np %d ops %s sizes %zu..%zu runs %d method %s\n", size, opt.ops,
+               opt.lat_min, opt.lat_max, opt.runs, osu ? "osu" : "back-to-back");
     }
     for (int o = 0; o < 4; ++o) {
         if (!bench_has(opt.ops, ops[o])) {
