@@ -138,16 +138,21 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
     }
 }
 
-void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context)
+/* Ask for CONTEXT's batch, if any; its gathering lock is held. */
+static void mca_btl_ofi_getv_post_any(mca_btl_ofi_context_t *context)
 {
-    /* a try, as mca_btl_ofi_putv_send */
-    if (0 != MCA_BTL_OFI_TRYLOCK(&context->getv.lock)) {
-        return;
-    }
     if (NULL != context->getv.batch) {
         mca_btl_ofi_getv_post(context);
     }
-    MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+}
+
+void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context)
+{
+    /* a try, as mca_btl_ofi_putv_send */
+    if (0 == MCA_BTL_OFI_TRYLOCK(&context->getv.lock)) {
+        mca_btl_ofi_getv_post_any(context);
+        MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+    }
 }
 
 void mca_btl_ofi_getv_send_all(void)
@@ -162,9 +167,7 @@ void mca_btl_ofi_getv_send_all(void)
             mca_btl_ofi_context_t *context = module->contexts + i;
 
             MCA_BTL_OFI_LOCK(&context->getv.lock);
-            if (NULL != context->getv.batch) {
-                mca_btl_ofi_getv_post(context);
-            }
+            mca_btl_ofi_getv_post_any(context);
             MCA_BTL_OFI_UNLOCK(&context->getv.lock);
         }
     }

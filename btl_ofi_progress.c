@@ -445,9 +445,15 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     ssize_t count;
 
     /* puts and gets gathered since the last pass leave now: none waits
-     * for more than the caller's next call into MPI */
-    mca_btl_ofi_putv_send(context);
-    mca_btl_ofi_getv_send(context);
+     * for more than the caller's next call into MPI. Without threads in
+     * the component nothing else writes the count: a look first; with
+     * them only the calls' tries of the gathering locks read it */
+    if (mca_btl_ofi_component.locking || OPAL_UNLIKELY(0 != context->putv.count)) {
+        mca_btl_ofi_putv_send(context);
+    }
+    if (mca_btl_ofi_component.locking || OPAL_UNLIKELY(NULL != context->getv.batch)) {
+        mca_btl_ofi_getv_send(context);
+    }
     /* another thread is draining this context: nothing to add. Draining
      * includes running the callbacks of what it read: a thread that read
      * the next completions meanwhile ran theirs first, and a receiver
