@@ -69,6 +69,51 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
            && mca_btl_ofi_query(domain, dt, fop, FI_FETCH_ATOMIC);
 }
 
+/*
+ * Whether our atomics are atomic with respect to processor atomics on the
+ * same memory (Open MPI's MCA_BTL_ATOMIC_SUPPORTS_GLOB). Then osc/rdma
+ * works on the memory of its own node (its own window and state, and its
+ * node's MPI_Win_allocate windows) with processor atomics and copies,
+ * and uses the btl for other nodes only: a lock, a post or an atomic on
+ * this process's own state no longer makes a round trip through the
+ * provider to itself (across the simulated hosts an MPI_Win_lock of a
+ * peer took 23 us of its 35 for that). True where the target's processor
+ * applies every atomic with a processor atomic: ours carried as messages
+ * (mca_btl_ofi_atomic_apply), and libfabric's software providers, whose
+ * targets apply them with compare-and-swap loops (libfabric's shared
+ * atomic handlers). A provider whose NIC applies them is not assumed to
+ * be: btl_ofi_global_atomics 1 asserts it, 0 turns it off.
+ */
+static bool mca_btl_ofi_global_atomics(const mca_btl_ofi_module_t *module)
+{
+    static const char *const software[] = {"shm", "sockets", "tcp", "udp", "ofi_rxm", "ofi_rxd"};
+    const char *name = module->info->fabric_attr->prov_name;
+
+    if (0 <= mca_btl_ofi_component.global_atomics) {
+        return 1 == mca_btl_ofi_component.global_atomics;
+    }
+    if (module->amo_emulated) {
+        return true;
+    }
+    if (NULL == name || '\0' == *name) {
+        return false;
+    }
+    /* every layer of the name ("tcp;ofi_rxm") must be one of them */
+    while ('\0' != *name) {
+        size_t len = strcspn(name, ";");
+        bool known = false;
+
+        for (size_t i = 0; i < sizeof(software) / sizeof(software[0]); ++i) {
+            known = known || (strlen(software[i]) == len && 0 == strncmp(name, software[i], len));
+        }
+        if (!known) {
+            return false;
+        }
+        name += len + (';' == name[len]);
+    }
+    return true;
+}
+
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
 {
     uint32_t supported = 0;
@@ -119,6 +164,14 @@ advertise:
         supported |= MCA_BTL_ATOMIC_SUPPORTS_32BIT;
     }
 
+    /* osc/rdma 4.1.4 looks for the global bit in btl_flags (where no btl
+     * sets it) when it decides to use processor atomics across nodes, so
+     * Debian's never does; ours looks in btl_atomic_flags, where the API
+     * puts it, and keeps its single-element accumulates atomic in that
+     * mode (osc-rdma/patches 0013) */
+    if (supported && mca_btl_ofi_global_atomics(module)) {
+        supported |= MCA_BTL_ATOMIC_SUPPORTS_GLOB;
+    }
     module->super.btl_atomic_flags = supported;
     if (0 == supported) {
         module->super.btl_flags &= ~(MCA_BTL_FLAGS_ATOMIC_OPS | MCA_BTL_FLAGS_ATOMIC_FOPS);

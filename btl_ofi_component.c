@@ -455,6 +455,17 @@ static void mca_btl_ofi_register_paths(mca_btl_ofi_component_t *c)
         "loop, in pieces of one message, instead of the provider's RMA: -1 where the "
         "provider's loses data (udp;ofi_rxd), 0 never, 1 always (needs FI_MSG)",
         &c->emulate_rma, OPAL_INFO_LVL_6, NULL);
+
+    c->global_atomics = -1;
+    (void) mca_btl_ofi_reg_int(
+        "global_atomics",
+        "Tell osc/rdma that this btl's atomics are atomic with respect to processor atomics "
+        "on the same memory, so that it uses processor atomics and copies on its own node "
+        "and the btl only for other nodes: -1 where the target's processor applies them "
+        "(atomics carried as messages; the software providers shm, sockets, tcp;ofi_rxm, "
+        "udp;ofi_rxd), 0 never, 1 always (only for a provider whose atomics are coherent "
+        "with the processor's)",
+        &c->global_atomics, OPAL_INFO_LVL_6, NULL);
 }
 
 /* What the component says: verbosity, version, choice; fault injection (testing). */
@@ -678,6 +689,8 @@ static void mca_btl_ofi_check_ints(void)
         {&c->emulate_atomics, "btl_ofi_emulate_atomics", -1, 1, "-1 (where needed), 0 or 1", -1,
          -1},
         {&c->emulate_rma, "btl_ofi_emulate_rma", -1, 1, "-1 (where needed), 0 or 1", -1, -1},
+        {&c->global_atomics, "btl_ofi_global_atomics", -1, 1, "-1 (where known), 0 or 1", -1,
+         -1},
         {&c->max_rails, "btl_ofi_max_rails", 1, MCA_BTL_OFI_MAX_RAILS, "from 1 to 8", 1,
          MCA_BTL_OFI_MAX_RAILS},
         {&c->rd_num, "btl_ofi_rd_num", 1, 4096, "from 1 to 4096", 8, 8},

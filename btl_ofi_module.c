@@ -1082,7 +1082,7 @@ static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
 {
     MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
                         "provider %s domain %s: %d context(s) on %s, %s progress, mr_mode %s%s, "
-                        "key size %zu, atomic flags 0x%x%s%s, messages injected up to %zu bytes",
+                        "key size %zu, atomic flags 0x%x%s%s%s, messages injected up to %zu bytes",
                         info->fabric_attr->prov_name, info->domain_attr->name, count,
                         use_sep ? "a scalable endpoint" : "plain endpoints",
                         FI_PROGRESS_MANUAL == info->domain_attr->data_progress ? "manual" : "auto",
@@ -1090,6 +1090,9 @@ static void mca_btl_ofi_module_describe(const mca_btl_ofi_module_t *module,
                         module->prov_key ? " with provider keys" : " with requested keys",
                         info->domain_attr->mr_key_size, module->super.btl_atomic_flags,
                         module->amo_emulated ? " (emulated by the target)" : "",
+                        (module->super.btl_atomic_flags & MCA_BTL_ATOMIC_SUPPORTS_GLOB)
+                            ? " (atomic with processor atomics: btl_ofi_global_atomics)"
+                            : "",
                         module->rma_emulated ? ", puts and gets as messages" : "",
                         module->inject_size);
     if (module->rma_emulated) {

@@ -460,6 +460,7 @@ typedef struct mca_btl_ofi_component_t {
     int verbose;
     int emulate_atomics;
     int emulate_rma;
+    int global_atomics; /* -1 where known, 0 or 1: see mca_btl_ofi_global_atomics */
     char *version;
 #if MCA_BTL_OFI_FAULT_INJECTION
     char *inject_fault;

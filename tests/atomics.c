@@ -1378,6 +1378,57 @@ static void test_intrinsic_exchanges(int T)
     }
 }
 
+/* Many fetch-and-adds of 1 from every rank on one int64 of rank T, under
+ * the acc_single_intrinsic promise: none takes osc/rdma's lock. Over two
+ * hosts on an MPI_Win_allocate window, the ranks of T's host add with
+ * processor atomics (btl/ofi says its atomics mix with them:
+ * btl_ofi_global_atomics) while the other host's are applied by the
+ * provider in T's progress: every fetched value must be distinct and
+ * the final value exact, or the two kinds of atomics lost updates. */
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+static void test_intrinsic_mixing(int T)
+{
+    enum { K = 2000 };
+    char what[128];
+    int64_t *mine = malloc(K * sizeof(int64_t)), *all = NULL;
+
+    CHECK(NULL != mine, "out of memory");
+    snprintf(what, sizeof(what), "acc_single_intrinsic: %d fetch-and-adds per rank on one int64, "
+             "target=%d (%s)", K, T, kind_names[wkind]);
+    slot_init(&types[0], T, SLOT, 0);
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    for (int k = 0; k < K; ++k) {
+        int64_t one = 1;
+        MPI_CHECK(MPI_Fetch_and_op(&one, mine + k, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    const uint64_t final = slot_final(&types[0], T, SLOT, what);
+    if (tc_rank == T) {
+        all = malloc((size_t) K * tc_size * sizeof(int64_t));
+        CHECK(NULL != all, "out of memory");
+    }
+    MPI_CHECK(MPI_Gather(mine, K, MPI_INT64_T, all, K, MPI_INT64_T, T, MPI_COMM_WORLD));
+    if (tc_rank == T) {
+        CHECK(final == (uint64_t) K * tc_size, "%s: final %llu, expected %d (updates lost)", what,
+              (unsigned long long) final, K * tc_size);
+        qsort(all, (size_t) K * tc_size, sizeof(int64_t), cmp_i64);
+        for (int i = 0; i < K * tc_size; ++i) {
+            CHECK(all[i] == i, "%s: the fetched values sorted are not 0..%d: position %d holds %lld "
+                  "(two adds fetched the same value)", what, K * tc_size - 1, i, (long long) all[i]);
+        }
+        printf("  ok %s: final exact, every fetched value distinct\n", what);
+        free(all);
+    }
+    free(mine);
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "atomics");
@@ -1470,6 +1521,7 @@ int main(int argc, char **argv)
 
         for (int tt = 0; intrinsic && tt < 2; ++tt) {
             test_intrinsic_exchanges(targets[tt]);
+            test_intrinsic_mixing(targets[tt]);
         }
         for (int tt = 0; !intrinsic && tt < 2; ++tt) {
             test_gacc_strided(4, targets[tt]);

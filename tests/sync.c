@@ -1,7 +1,8 @@
 /*
  * sync: every MPI one-sided synchronisation mode over an MPI_Win_create
  * window (so every transfer to another rank crosses our btl/ofi):
- *   fence; post/start/complete/wait; lock/unlock shared and exclusive (an
+ *   fence; post/start/complete/wait (a ring, a star, and 100 exposure
+ *   epochs each served by two access epochs); lock/unlock shared and exclusive (an
  *   exclusive lock protects a get-increment-put counter: exact final count);
  *   lock_all with MPI_Win_flush, MPI_Win_flush_local (the origin buffer is
  *   reusable once it returns), MPI_Win_flush_local_all, MPI_Win_flush_all;
@@ -149,6 +150,56 @@ static void test_pscw(void)
 }
 
 /* ---------------- lock shared ---------------- */
+/* Many exposure epochs, each served by two access epochs: every rank
+ * posts to all others, then starts the nearer half of them, puts, completes,
+ * starts the farther half, puts, completes, and waits. Posts of the
+ * farther half often arrive during the first start (queued for the
+ * second), and the next round's posts arrive while this one's wait runs:
+ * a post lost, merged with another or taken by the wrong epoch hangs the
+ * job or fails the byte check. */
+static void test_pscw_split(void)
+{
+    enum { ROUNDS = 100, SZ = 64 };
+    const int n = tc_size, near = (n - 1) / 2;
+    int all[MAX_RANKS], first[MAX_RANKS], second[MAX_RANKS], nf = 0, ns = 0;
+    unsigned char buf[SZ];
+
+    for (int d = 1; d < n; ++d) {
+        all[d - 1] = (tc_rank + d) % n;
+        if (d <= near) {
+            first[nf++] = (tc_rank + d) % n;
+        } else {
+            second[ns++] = (tc_rank + d) % n;
+        }
+    }
+    MPI_Group gall = group_of(all, n - 1), gf = group_of(first, nf), gs = group_of(second, ns);
+    for (int k = 0; k < ROUNDS; ++k) {
+        unsigned r = round_no++;
+        tc_fill(buf, tc_rank, SZ, r);
+        MPI_CHECK(MPI_Win_post(gall, 0, win));
+        for (int half = 0; half < 2; ++half) {
+            const int *peers = half ? second : first, np = half ? ns : nf;
+            MPI_CHECK(MPI_Win_start(half ? gs : gf, 0, win));
+            for (int i = 0; i < np; ++i) {
+                MPI_CHECK(MPI_Put(buf, SZ, MPI_BYTE, peers[i], SLOTS_OFF + tc_rank * SLOT, SZ,
+                                  MPI_BYTE, win));
+                count_put(peers[i], SZ);
+            }
+            MPI_CHECK(MPI_Win_complete(win));
+        }
+        MPI_CHECK(MPI_Win_wait(win));
+        for (int i = 0; i < n - 1; ++i) {
+            tc_verify(tc_fmt("pscw split round %d: data put by rank %d", k, all[i]),
+                      wbase + SLOTS_OFF + all[i] * SLOT, all[i], SZ, r);
+        }
+    }
+    MPI_CHECK(MPI_Group_free(&gall));
+    MPI_CHECK(MPI_Group_free(&gf));
+    MPI_CHECK(MPI_Group_free(&gs));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    tc_say("  ok post to all, two starts (%d and %d peers), wait: %d rounds", nf, ns, ROUNDS);
+}
+
 static void test_lock_shared(void)
 {
     const int n = tc_size;
@@ -440,6 +491,7 @@ int main(int argc, char **argv)
     } cases[] = {
         {"fence", test_fence},
         {"pscw", test_pscw},
+        {"pscw_split", test_pscw_split},
         {"lock_shared", test_lock_shared},
         {"lock_exclusive", test_lock_exclusive},
         {"flushes", test_flushes},

@@ -17,6 +17,8 @@
 #                            PROG atomics-intrinsic (ofi,self): atomics
 #                            on windows with acc_single_intrinsic, one
 #                            btl atomic per single-element accumulate;
+#                            PROG mcs64 (ofi,self): tests/mcs.c on
+#                            MPI_INT64_T (osc-rdma/patches 0013);
 #                            PROG pairs (ofi,self): accumulates of MPI's
 #                            pair types (osc-rdma/patches 0009); PROG
 #                            gather (ofi,self): small puts gathered into
@@ -165,6 +167,10 @@ list_cases() {
             # the MCS mutex (tests/mcs.c): its window's state, the tail
             # and the hand-over all cross the hosts
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:mcs"
+            # ... on MPI_INT64_T: the tail given back by a compare-and-swap
+            # without osc/rdma's lock, taken under it, on rank 0's host
+            # by processor atomics (osc-rdma/patches 0013)
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:mcs64"
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-intrinsic"
             # accumulates of MPI's pair types, whose padding osc/rdma 4.1.4
             # took for data (osc-rdma/patches 0009)
@@ -738,11 +744,12 @@ run_case() {
         # single-element accumulate, no accumulate lock (osc-rdma/patches
         # 0008), counted
         [[ $b == atomics-intrinsic ]] && prog=atomics args=(intrinsic)
+        [[ $b == mcs64 ]] && prog=mcs args=(1200 64)
         [[ $b == gather ]] && args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)")
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
         hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$prog" "${args[@]}"
         rc=$?
-        if [[ $b == atomics-intrinsic || $b == pairs ]] && ! osc_is_ours "$log"; then
+        if [[ $b == atomics-intrinsic || $b == pairs || $b == mcs64 ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
         else
             judge_job "$label" "$log" "$rc" "$prog" "$t0"
