@@ -82,7 +82,8 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
  * (mca_btl_ofi_atomic_apply), and libfabric's software providers, whose
  * targets apply them with compare-and-swap loops (libfabric's shared
  * atomic handlers). A provider whose NIC applies them is not assumed to
- * be: btl_ofi_global_atomics 1 asserts it, 0 turns it off.
+ * be. Only when asked: btl_ofi_global_atomics -1 for those, 1 for any;
+ * off by default (see its registration).
  */
 static bool mca_btl_ofi_global_atomics(const mca_btl_ofi_module_t *module)
 {

@@ -456,15 +456,19 @@ static void mca_btl_ofi_register_paths(mca_btl_ofi_component_t *c)
         "provider's loses data (udp;ofi_rxd), 0 never, 1 always (needs FI_MSG)",
         &c->emulate_rma, OPAL_INFO_LVL_6, NULL);
 
-    c->global_atomics = -1;
+    /* off by default: with it, MPICH's rma/linked_list (exclusive locks
+     * per operation, 4 ranks on two hosts) ran over 30 s in 6 of 20 runs
+     * on tcp;ofi_rxm instead of about 1.3 s (not understood yet; 0 of 15
+     * without it) */
+    c->global_atomics = 0;
     (void) mca_btl_ofi_reg_int(
         "global_atomics",
         "Tell osc/rdma that this btl's atomics are atomic with respect to processor atomics "
         "on the same memory, so that it uses processor atomics and copies on its own node "
-        "and the btl only for other nodes: -1 where the target's processor applies them "
-        "(atomics carried as messages; the software providers shm, sockets, tcp;ofi_rxm, "
-        "udp;ofi_rxd), 0 never, 1 always (only for a provider whose atomics are coherent "
-        "with the processor's)",
+        "and the btl only for other nodes (faster locks and PSCW across nodes; experimental): "
+        "0 never (default), -1 where the target's processor applies them (atomics carried as "
+        "messages; the software providers shm, sockets, tcp;ofi_rxm, udp;ofi_rxd), 1 always "
+        "(only for a provider whose atomics are coherent with the processor's)",
         &c->global_atomics, OPAL_INFO_LVL_6, NULL);
 }
 
@@ -689,8 +693,7 @@ static void mca_btl_ofi_check_ints(void)
         {&c->emulate_atomics, "btl_ofi_emulate_atomics", -1, 1, "-1 (where needed), 0 or 1", -1,
          -1},
         {&c->emulate_rma, "btl_ofi_emulate_rma", -1, 1, "-1 (where needed), 0 or 1", -1, -1},
-        {&c->global_atomics, "btl_ofi_global_atomics", -1, 1, "-1 (where known), 0 or 1", -1,
-         -1},
+        {&c->global_atomics, "btl_ofi_global_atomics", -1, 1, "-1 (where known), 0 or 1", 0, 0},
         {&c->max_rails, "btl_ofi_max_rails", 1, MCA_BTL_OFI_MAX_RAILS, "from 1 to 8", 1,
          MCA_BTL_OFI_MAX_RAILS},
         {&c->rd_num, "btl_ofi_rd_num", 1, 4096, "from 1 to 4096", 8, 8},

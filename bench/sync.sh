@@ -8,7 +8,9 @@
 #   bash bench/sync.sh              REPS=3 by default
 #
 # Contenders: osc/rdma over ours on tcp;ofi_rxm and on sockets, and the
-# anchor, osc/pt2pt over ob1 + btl/tcp. Prints microseconds per
+# anchor, osc/pt2pt over ob1 + btl/tcp. GLOBAL=1: ours with
+# --mca btl_ofi_global_atomics -1 (osc/rdma on its own node with
+# processor atomics; README "osc/rdma", 0013-0014). Prints microseconds per
 # operation (median of REPS runs, the contenders alternating within each
 # repetition) and ratio = anchor / ours (above 1: ours faster); writes
 # bench/results/sync-DATE/ (data.txt, table.md, one log per run).
@@ -33,7 +35,9 @@ run() { # name rep VAR=value...
     local name=$1 rep=$2
     shift 2
     local log=$out/${name//[ ;]/_}-$rep.log rc
-    env "$@" timeout 300 bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node \
+    local -a mca=()
+    [[ ${GLOBAL:-0} == 1 && $name == ours* ]] && mca=(--mca btl_ofi_global_atomics -1)
+    env "$@" timeout 300 bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node "${mca[@]}" \
         "$here/bin/sync" >"$log" 2>&1
     rc=$?
     if ((rc != 0)) || ! grep -q '^# verify ok' "$log"; then
@@ -51,7 +55,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 
 {
-    echo "bench/sync.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; two simulated hosts, one rank on each"
+    echo "bench/sync.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; two simulated hosts, one rank on each$([[ ${GLOBAL:-0} == 1 ]] && echo "; ours with btl_ofi_global_atomics -1")"
     echo
     echo "us per 8-byte operation; ratio = anchor / ours (above 1: ours faster)"
     echo

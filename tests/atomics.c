@@ -1380,11 +1380,12 @@ static void test_intrinsic_exchanges(int T)
 
 /* Many fetch-and-adds of 1 from every rank on one int64 of rank T, under
  * the acc_single_intrinsic promise: none takes osc/rdma's lock. Over two
- * hosts on an MPI_Win_allocate window, the ranks of T's host add with
- * processor atomics (btl/ofi says its atomics mix with them:
- * btl_ofi_global_atomics) while the other host's are applied by the
- * provider in T's progress: every fetched value must be distinct and
- * the final value exact, or the two kinds of atomics lost updates. */
+ * hosts on an MPI_Win_allocate window with btl_ofi_global_atomics -1
+ * (btl/ofi says its atomics mix with processor atomics), the ranks of
+ * T's host add with processor atomics while the other host's are
+ * applied by the provider in T's progress: every fetched value must be
+ * distinct and the final value exact, or the two kinds of atomics lost
+ * updates. Elsewhere every add is the btl's. */
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;

@@ -18,7 +18,11 @@
 #                            on windows with acc_single_intrinsic, one
 #                            btl atomic per single-element accumulate;
 #                            PROG mcs64 (ofi,self): tests/mcs.c on
-#                            MPI_INT64_T (osc-rdma/patches 0013);
+#                            MPI_INT64_T; PROG atomics-global (ofi,self):
+#                            atomics intrinsic; PROG sync-global
+#                            (tcp;ofi_rxm): sync; these three with
+#                            btl_ofi_global_atomics -1 (osc-rdma/patches
+#                            0013, 0014);
 #                            PROG pairs (ofi,self): accumulates of MPI's
 #                            pair types (osc-rdma/patches 0009); PROG
 #                            gather (ofi,self): small puts gathered into
@@ -171,6 +175,11 @@ list_cases() {
             # without osc/rdma's lock, taken under it, on rank 0's host
             # by processor atomics (osc-rdma/patches 0013)
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:mcs64"
+            # atomics with btl_ofi_global_atomics -1: osc/rdma on the
+            # target's host with processor atomics (0013)
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-global"
+            # PSCW posts as one atomic OR in that mode (0014)
+            [[ $b == ofi+self && $prov == "tcp;ofi_rxm" ]] && echo "onesided:$p:$b:sync-global"
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-intrinsic"
             # accumulates of MPI's pair types, whose padding osc/rdma 4.1.4
             # took for data (osc-rdma/patches 0009)
@@ -744,13 +753,22 @@ run_case() {
         # single-element accumulate, no accumulate lock (osc-rdma/patches
         # 0008), counted
         [[ $b == atomics-intrinsic ]] && prog=atomics args=(intrinsic)
-        [[ $b == mcs64 ]] && prog=mcs args=(1200 64)
+        # mcs64, atomics-global, sync-global: in btl_ofi_global_atomics'
+        # mode (osc-rdma/patches 0013, 0014), which the verbose line
+        # must show
+        local -a mode=()
+        [[ $b == mcs64 || $b == *-global ]] && mode=(--mca btl_ofi_global_atomics -1 --mca btl_ofi_verbose 5)
+        [[ $b == mcs64 ]] && prog=mcs args=(400 64)
+        [[ $b == atomics-global ]] && prog=atomics args=(intrinsic)
+        [[ $b == sync-global ]] && prog=sync
         [[ $b == gather ]] && args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)")
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
-        hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "$bindir/$prog" "${args[@]}"
+        hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "${mode[@]}" "$bindir/$prog" "${args[@]}"
         rc=$?
-        if [[ $b == atomics-intrinsic || $b == pairs || $b == mcs64 ]] && ! osc_is_ours "$log"; then
+        if [[ $b == atomics-intrinsic || $b == pairs || $b == mcs64 || $b == *-global ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
+        elif ((${#mode[@]})) && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
+            report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics -1 did not take effect (no verbose line saying so)" "$log"
         else
             judge_job "$label" "$log" "$rc" "$prog" "$t0"
         fi
