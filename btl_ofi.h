@@ -145,7 +145,8 @@ static inline int64_t mca_btl_ofi_tx_queued(const mca_btl_ofi_context_t *context
     return mca_btl_ofi_tx_busy(context) - context->emulated;
 }
 
-/* Provider defects we work around, found by testing libfabric 1.17. */
+/* Provider facts and defects we work around, found by testing (and
+ * reading) libfabric 1.17. */
 enum {
     /* fetching and compare atomics crash the provider (issue #11814) */
     MCA_BTL_OFI_QUIRK_FETCH_ATOMICS = 0x1,
@@ -170,6 +171,11 @@ enum {
     /* with manual data progress, a message waits in the provider's
      * transmit queue until the provider is driven again (sockets) */
     MCA_BTL_OFI_QUIRK_INJECT_QUEUED = 0x40,
+    /* the target's processor applies every atomic with processor atomics
+     * (libfabric's shared handlers, compare-and-swap loops): ofi_rxm and
+     * ofi_rxd carry atomics as messages themselves, shm and sockets apply
+     * them in software (btl_ofi_global_atomics -1) */
+    MCA_BTL_OFI_QUIRK_CPU_ATOMICS = 0x80,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 

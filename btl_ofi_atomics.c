@@ -79,40 +79,19 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
  * provider to itself (across the simulated hosts an MPI_Win_lock of a
  * peer took 23 us of its 35 for that). True where the target's processor
  * applies every atomic with a processor atomic: ours carried as messages
- * (mca_btl_ofi_atomic_apply), and libfabric's software providers, whose
- * targets apply them with compare-and-swap loops (libfabric's shared
- * atomic handlers). A provider whose NIC applies them is not assumed to
- * be. Only when asked: btl_ofi_global_atomics -1 for those, 1 for any;
- * off by default (see its registration).
+ * (mca_btl_ofi_atomic_apply), and the providers that apply them in
+ * software (MCA_BTL_OFI_QUIRK_CPU_ATOMICS). A provider whose NIC applies
+ * them is not assumed to be. Only when asked: btl_ofi_global_atomics -1
+ * for those, 1 for any; off by default (see its registration).
  */
 static bool mca_btl_ofi_global_atomics(const mca_btl_ofi_module_t *module)
 {
-    static const char *const software[] = {"shm", "sockets", "tcp", "udp", "ofi_rxm", "ofi_rxd"};
-    const char *name = module->info->fabric_attr->prov_name;
-
     if (0 <= mca_btl_ofi_component.global_atomics) {
         return 1 == mca_btl_ofi_component.global_atomics;
     }
-    if (module->amo_emulated) {
-        return true;
-    }
-    if (NULL == name || '\0' == *name) {
-        return false;
-    }
-    /* every layer of the name ("tcp;ofi_rxm") must be one of them */
-    while ('\0' != *name) {
-        size_t len = strcspn(name, ";");
-        bool known = false;
-
-        for (size_t i = 0; i < sizeof(software) / sizeof(software[0]); ++i) {
-            known = known || (strlen(software[i]) == len && 0 == strncmp(name, software[i], len));
-        }
-        if (!known) {
-            return false;
-        }
-        name += len + (';' == name[len]);
-    }
-    return true;
+    return module->amo_emulated
+           || (mca_btl_ofi_provider_quirks(module->info->fabric_attr->prov_name)
+               & MCA_BTL_OFI_QUIRK_CPU_ATOMICS);
 }
 
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)

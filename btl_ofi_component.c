@@ -467,7 +467,7 @@ static void mca_btl_ofi_register_paths(mca_btl_ofi_component_t *c)
         "on the same memory, so that it uses processor atomics and copies on its own node "
         "and the btl only for other nodes (faster locks and PSCW across nodes; experimental): "
         "0 never (default), -1 where the target's processor applies them (atomics carried as "
-        "messages; the software providers shm, sockets, tcp;ofi_rxm, udp;ofi_rxd), 1 always "
+        "messages; shm, sockets, and ofi_rxm or ofi_rxd over any provider), 1 always "
         "(only for a provider whose atomics are coherent with the processor's)",
         &c->global_atomics, OPAL_INFO_LVL_6, NULL);
 }

@@ -818,16 +818,16 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
     if (NULL != strstr(prov_name, "ofi_rxd")) {
         return MCA_BTL_OFI_QUIRK_FETCH_ATOMICS | MCA_BTL_OFI_QUIRK_INJECT
                | MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_ONE_SEGMENT
-               | MCA_BTL_OFI_QUIRK_RMA;
+               | MCA_BTL_OFI_QUIRK_RMA | MCA_BTL_OFI_QUIRK_CPU_ATOMICS;
     }
     if (NULL != strstr(prov_name, "ofi_rxm")) {
-        return MCA_BTL_OFI_QUIRK_CLOSE_FAILED;
+        return MCA_BTL_OFI_QUIRK_CLOSE_FAILED | MCA_BTL_OFI_QUIRK_CPU_ATOMICS;
     }
     if (0 == strcmp(prov_name, "shm")) {
-        return MCA_BTL_OFI_QUIRK_MULTI_RECV;
+        return MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_CPU_ATOMICS;
     }
     if (0 == strcmp(prov_name, "sockets")) {
-        return MCA_BTL_OFI_QUIRK_INJECT_QUEUED;
+        return MCA_BTL_OFI_QUIRK_INJECT_QUEUED | MCA_BTL_OFI_QUIRK_CPU_ATOMICS;
     }
     return 0;
 }

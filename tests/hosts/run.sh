@@ -765,7 +765,7 @@ run_case() {
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
         hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "${mode[@]}" "$bindir/$prog" "${args[@]}"
         rc=$?
-        if [[ $b == atomics-intrinsic || $b == pairs || $b == mcs64 || $b == *-global ]] && ! osc_is_ours "$log"; then
+        if [[ $b == atomics-intrinsic || $b == pairs || ${#mode[@]} -gt 0 ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
         elif ((${#mode[@]})) && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics -1 did not take effect (no verbose line saying so)" "$log"
