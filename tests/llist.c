@@ -31,7 +31,19 @@
  * osc_rdma_max_attach (64) regions per rank, so N is at most 63 there
  * (default 40).
  *
- *   mpirun -np N tests/bin/llist [elements per rank] [each]   (default 200)
+ * Mode `locked' appends under MPI_Win_lock(MPI_LOCK_EXCLUSIVE) on the
+ * tail's owner, in two steps: an epoch that claims the tail's `next' with
+ * compare-and-swap (the claimer's rank, no address yet), then one that
+ * links its element with a put. A rank that lost the claim polls that
+ * `next' (lock, get, unlock) until the link is there, so the ranks that
+ * wait take the very lock that the winner needs for its link, again and
+ * again (MPICH's rma/linked_list does the same). osc/rdma's locks are
+ * test-and-set: with btl_ofi_global_atomics -1 across hosts a poller on
+ * the lock's host took it with processor atomics while the winner's
+ * attempts from the other host were applied only inside the poller's own
+ * epochs, and the job hung (osc-rdma/patches 0015).
+ *
+ *   mpirun -np N tests/bin/llist [elements per rank] [each|locked]   (default 200)
  */
 #include "common.h"
 
@@ -81,8 +93,12 @@ static long llist_walk(uint64_t head, long limit)
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "llist");
-    int each = argc > 2 && 0 == strcmp(argv[2], "each");
-    long n = argc > 1 ? atol(argv[1]) : (each ? 40 : 200);
+    const int walk = argc > 2 && 0 == strcmp(argv[2], "each");
+    const int locked = argc > 2 && 0 == strcmp(argv[2], "locked");
+    /* locked attaches its elements one by one too (as MPICH's test does) */
+    const int each = walk || locked;
+    long polls = 0;
+    long n = argc > 1 ? atol(argv[1]) : (locked ? 32 : each ? 40 : 200);
     CHECK(n > 0 && n < (each ? 64 : (1L << 20)), "elements per rank: 1 .. %s",
           each ? "63 (osc_rdma_max_attach)" : "2^20");
     const size_t page = 4096;
@@ -114,7 +130,9 @@ int main(int argc, char **argv)
     tc_counters_t before, after;
     tc_counters_read(&before);
     double t0 = tc_now();
-    MPI_CHECK(MPI_Win_lock_all(0, win));
+    if (!locked) {
+        MPI_CHECK(MPI_Win_lock_all(0, win));
+    }
     uint64_t tail = head;
     long lost_races = 0;
     long walked = 0;
@@ -125,9 +143,56 @@ int main(int argc, char **argv)
         if (each) {
             MPI_CHECK(MPI_Win_attach(win, e, (MPI_Aint) sizeof(*e)));
         }
-        MPI_CHECK(MPI_Win_sync(win));
+        if (!locked) {
+            MPI_CHECK(MPI_Win_sync(win));
+        }
         uint64_t me = ptr_of(tc_rank, e);
-        for (;;) {
+        while (locked) {
+            const int owner = LLIST_RANK(tail);
+            /* the claim: the upper half of `next' (the rank), with a 32-bit
+             * compare-and-swap as MPICH's test does with MPI_INT (osc/rdma
+             * 4.1.4 does these under its own lock, with a get and a put) */
+            uint32_t claim = (uint32_t) (tc_rank + 1) << 16, nil = 0, got = 1;
+            uint64_t old = 0;
+            CHECK(1 == *(const uint16_t *) "\1", "locked: the claim assumes a little-endian host");
+            MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner, 0, win));
+            MPI_CHECK(MPI_Compare_and_swap(&claim, &nil, &got, MPI_UINT32_T, owner,
+                                           next_disp(tail) + 4, win));
+            MPI_CHECK(MPI_Win_unlock(owner, win));
+            if (0 == got) {
+                MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner, 0, win));
+                MPI_CHECK(MPI_Put(&me, 1, MPI_UINT64_T, owner, next_disp(tail), 1, MPI_UINT64_T,
+                                  win));
+                MPI_CHECK(MPI_Win_unlock(owner, win));
+                tail = me;
+                /* as MPICH's test: progress for a while (where RMA is
+                 * carried by messages it needs it), which lets the others
+                 * run ahead, lose races and poll */
+                for (int k = 0; k < 100; ++k) {
+                    int flag;
+                    MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+                                         MPI_STATUS_IGNORE));
+                }
+                break;
+            }
+            ++lost_races;
+            CHECK((got >> 16) >= 1 && (int) (got >> 16) <= tc_size,
+                  "element %ld: a claim names rank %d", i, (int) (got >> 16) - 1);
+            /* claimed by another rank: wait for its link (the whole word:
+             * the half the swap returned lacks the address's low bits) */
+            while (0 == LLIST_DISP(old)) {
+                MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner, 0, win));
+                MPI_CHECK(MPI_Get(&old, 1, MPI_UINT64_T, owner, next_disp(tail), 1, MPI_UINT64_T,
+                                  win));
+                MPI_CHECK(MPI_Win_unlock(owner, win));
+                ++polls;
+            }
+            CHECK(LLIST_RANK(old) == (int) (got >> 16) - 1,
+                  "element %ld: claimed by rank %d, linked by rank %d", i, (int) (got >> 16) - 1,
+                  LLIST_RANK(old));
+            tail = old;
+        }
+        for (; !locked;) {
             uint64_t nil = 0, old = 1;
             MPI_CHECK(MPI_Compare_and_swap(&me, &nil, &old, MPI_UINT64_T, LLIST_RANK(tail),
                                            next_disp(tail), win));
@@ -149,7 +214,7 @@ int main(int argc, char **argv)
                 tail = old; /* one more hop, without a failing swap */
             }
         }
-        if (each) {
+        if (walk) {
             /* every element so far, looked up in its owner's table while
              * the other ranks attach theirs */
             long count = llist_walk(head, (long) tc_size * n);
@@ -157,12 +222,15 @@ int main(int argc, char **argv)
             walked += count;
         }
     }
-    MPI_CHECK(MPI_Win_unlock_all(win));
+    if (!locked) {
+        MPI_CHECK(MPI_Win_unlock_all(win));
+    }
     tc_counters_read(&after);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
-    long races = 0;
+    long races = 0, polled = 0;
     MPI_CHECK(MPI_Reduce(&lost_races, &races, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Reduce(&polls, &polled, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
     if (0 == tc_rank) {
         /* walk it: every element read through the window */
         long count = 0, *seen = calloc((size_t) tc_size, sizeof(long));
@@ -193,11 +261,16 @@ int main(int argc, char **argv)
               (long) tc_size * n);
         free(seen);
         tc_say("llist: %d ranks x %ld appends%s, list of %ld elements exact, %ld races lost and "
-               "followed, %ld elements walked by rank 0 while appending (%.2fs)",
-               tc_size, n, each ? " (each element attached on its own)" : "", count, races,
-               walked, tc_now() - t0);
+               "followed, %ld elements walked by rank 0 while appending, %ld polls under the "
+               "lock (%.2fs)",
+               tc_size, n,
+               locked ? " (under exclusive locks, claim then link, each element attached on its own)"
+               : each ? " (each element attached on its own)" : "",
+               count, races, walked, polled, tc_now() - t0);
     }
-    tc_expect_t exp = {{0}, (unsigned long long) n};
+    /* locked: a rank whose tails were on its own host may have taken
+     * every lock and claim there with processor atomics (global atomics) */
+    tc_expect_t exp = {{0}, locked ? 0 : (unsigned long long) n};
     tc_counters_expect("llist", &before, &after, &exp, 1);
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (each) {

@@ -247,7 +247,7 @@ group_done build $g0
 # ------------------------------------------------------------------
 # 4. MPI tests, per provider and rank count
 # ------------------------------------------------------------------
-run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered | direct | gathered-mt | direct-mt]
+run_mpi_test() { # prov np test [emulated | each | locked | amo32 | intrinsic | gathered | direct | gathered-mt | direct-mt]
     local prov=$1 np=$2 t=$3 mode=${4:-} emu=
     local label="$prov np=$np $t" log=$logdir/$t-${prov//;/+}-np$np${mode:+-$mode}.log
     local t0=$SECONDS rc
@@ -262,6 +262,7 @@ run_mpi_test() { # prov np test [emulated | each | amo32 | intrinsic | gathered 
         extra=(--mca btl_ofi_emulate_rma 1 --mca btl_ofi_verbose 5)
         ;;
     each) label+=" (each element attached on its own)" args=(40 each) ;;
+    locked) label+=" (under exclusive locks, claim then link)" args=(32 locked) ;;
     amo32)
         # Open MPI's own default: accumulates of up to 32 elements by btl
         # atomics, all in flight at once (osc-rdma/patches 0004)
@@ -343,6 +344,9 @@ if ((any_mpi)); then
         # addresses up in them (osc/rdma without patch 0003: MPI_ERR_RMA_RANGE,
         # a get with another region's key, or a hang on shm)
         wanted llist && run_mpi_test "$prov" 4 llist each
+        # appends under exclusive locks, the losers polling the tail under
+        # the lock the winner needs (MPICH's rma/linked_list pattern)
+        wanted llist && run_mpi_test "$prov" 4 llist locked
         wanted atomics && run_mpi_test "$prov" 4 atomics amo32
         for np in $NPS; do
             wanted gather || continue

@@ -20,9 +20,10 @@
 #                            PROG mcs64 (ofi,self): tests/mcs.c on
 #                            MPI_INT64_T; PROG atomics-global (ofi,self):
 #                            atomics intrinsic; PROG sync-global
-#                            (tcp;ofi_rxm): sync; these three with
-#                            btl_ofi_global_atomics -1 (osc-rdma/patches
-#                            0013, 0014);
+#                            (tcp;ofi_rxm): sync; PROG llist-global:
+#                            tests/llist.c locked, 4 ranks; these four
+#                            with btl_ofi_global_atomics -1
+#                            (osc-rdma/patches 0013, 0014, 0015);
 #                            PROG pairs (ofi,self): accumulates of MPI's
 #                            pair types (osc-rdma/patches 0009); PROG
 #                            gather (ofi,self): small puts gathered into
@@ -180,6 +181,12 @@ list_cases() {
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-global"
             # PSCW posts as one atomic OR in that mode (0014)
             [[ $b == ofi+self && $prov == "tcp;ofi_rxm" ]] && echo "onesided:$p:$b:sync-global"
+            # appends under exclusive locks, the losers polling the tail
+            # under the lock the winner needs, 4 ranks, in that mode: a
+            # node's ranks took its locks with processor atomics while the
+            # other host's attempts failed inside their epochs (hung
+            # without 0015)
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:llist-global"
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-intrinsic"
             # accumulates of MPI's pair types, whose padding osc/rdma 4.1.4
             # took for data (osc-rdma/patches 0009)
@@ -761,16 +768,24 @@ run_case() {
         [[ $b == mcs64 ]] && prog=mcs args=(400 64)
         [[ $b == atomics-global ]] && prog=atomics args=(intrinsic)
         [[ $b == sync-global ]] && prog=sync
+        # (a dynamic window: ours carries them across the hosts, with 0001)
+        # Ranks 0 and 2 on one host, 1 and 3 on the other. Without 0015
+        # the ranks starved each other: 4 of 10 such jobs run by hand
+        # hung; here (the liveness probes of a stalled peer stir them)
+        # 4 of 5 took 32-36 s instead of 3 s and then passed. Times are
+        # not asserted: the case fails on a hang (60 s) or a wrong list.
+        local dyn=1 secs=$test_timeout
+        [[ $b == llist-global ]] && prog=llist args=(32 locked) dyn=0 secs=60 mode+=(--map-by node)
         [[ $b == gather ]] && args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)")
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
-        hosts_job "$log" "$test_timeout" "${a//+/,}" "$prov" "${mode[@]}" "$bindir/$prog" "${args[@]}"
+        no_dynamic=$dyn hosts_job "$log" "$secs" "${a//+/,}" "$prov" "${mode[@]}" "$bindir/$prog" "${args[@]}"
         rc=$?
         if [[ $b == atomics-intrinsic || $b == pairs || ${#mode[@]} -gt 0 ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
         elif ((${#mode[@]})) && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics -1 did not take effect (no verbose line saying so)" "$log"
         else
-            judge_job "$label" "$log" "$rc" "$prog" "$t0"
+            test_timeout=$secs judge_job "$label" "$log" "$rc" "$prog" "$t0"
         fi
         ;;
     dynamic | dynchurn | dynattach)
