@@ -81,8 +81,8 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
  * applies every atomic with a processor atomic: ours carried as messages
  * (mca_btl_ofi_atomic_apply), and the providers that apply them in
  * software (MCA_BTL_OFI_QUIRK_CPU_ATOMICS). A provider whose NIC applies
- * them is not assumed to be. Only when asked: btl_ofi_global_atomics -1
- * for those, 1 for any; off by default (see its registration).
+ * them is not assumed to be. btl_ofi_global_atomics: -1 (default) for
+ * those, 0 for none, 1 for any (see its registration).
  */
 static bool mca_btl_ofi_global_atomics(const mca_btl_ofi_module_t *module)
 {

@@ -456,18 +456,22 @@ static void mca_btl_ofi_register_paths(mca_btl_ofi_component_t *c)
         "provider's loses data (udp;ofi_rxd), 0 never, 1 always (needs FI_MSG)",
         &c->emulate_rma, OPAL_INFO_LVL_6, NULL);
 
-    /* off by default: with it, MPICH's rma/linked_list (exclusive locks
-     * per operation, 4 ranks on two hosts) ran over 30 s in 6 of 20 runs
-     * on tcp;ofi_rxm instead of about 1.3 s (not understood yet; 0 of 15
-     * without it) */
-    c->global_atomics = 0;
+    /* on where it holds: across nodes osc/rdma then takes its own node's
+     * locks, posts and atomics with processor atomics instead of a round
+     * trip through the provider to itself (exclusive lock/unlock across
+     * two simulated hosts 0.45x -> 0.75x of osc/pt2pt). It needs
+     * osc-rdma/patches 0013-0015 (Debian's osc/rdma looks for the flag in
+     * btl_flags, never sees it, and is unaffected): 0015 makes those
+     * test-and-set locks reachable from the other nodes (MPICH's
+     * rma/linked_list hung in 6 of 20 runs without it) */
+    c->global_atomics = -1;
     (void) mca_btl_ofi_reg_int(
         "global_atomics",
         "Tell osc/rdma that this btl's atomics are atomic with respect to processor atomics "
         "on the same memory, so that it uses processor atomics and copies on its own node "
-        "and the btl only for other nodes (faster locks and PSCW across nodes; experimental): "
-        "0 never (default), -1 where the target's processor applies them (atomics carried as "
-        "messages; shm, sockets, and ofi_rxm or ofi_rxd over any provider), 1 always "
+        "and the btl only for other nodes (faster locks and PSCW across nodes): "
+        "-1 where the target's processor applies them (default; atomics carried as "
+        "messages; shm, sockets, and ofi_rxm or ofi_rxd over any provider), 0 never, 1 always "
         "(only for a provider whose atomics are coherent with the processor's)",
         &c->global_atomics, OPAL_INFO_LVL_6, NULL);
 }

@@ -8,9 +8,10 @@
 #   bash bench/sync.sh              REPS=3 by default
 #
 # Contenders: osc/rdma over ours on tcp;ofi_rxm and on sockets, and the
-# anchor, osc/pt2pt over ob1 + btl/tcp. GLOBAL=1: ours with
-# --mca btl_ofi_global_atomics -1 (osc/rdma on its own node with
-# processor atomics; README "osc/rdma", 0013-0014). Prints microseconds per
+# anchor, osc/pt2pt over ob1 + btl/tcp. Ours with btl_ofi_global_atomics
+# at its default (-1: osc/rdma on its own node with processor atomics;
+# README "osc/rdma", 0013-0015); GLOBAL=0 sets it to 0, GLOBAL=1 to -1
+# (named in the table's title). Prints microseconds per
 # operation (median of REPS runs, the contenders alternating within each
 # repetition) and ratio = anchor / ours (above 1: ours faster); writes
 # bench/results/sync-DATE/ (data.txt, table.md, one log per run).
@@ -36,7 +37,7 @@ run() { # name rep VAR=value...
     shift 2
     local log=$out/${name//[ ;]/_}-$rep.log rc
     local -a mca=()
-    [[ ${GLOBAL:-0} == 1 && $name == ours* ]] && mca=(--mca btl_ofi_global_atomics -1)
+    [[ -n ${GLOBAL:-} && $name == ours* ]] && mca=(--mca btl_ofi_global_atomics "$([[ $GLOBAL == 1 ]] && echo -1 || echo 0)")
     env "$@" timeout 300 bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node "${mca[@]}" \
         "$here/bin/sync" >"$log" 2>&1
     rc=$?
@@ -55,7 +56,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 
 {
-    echo "bench/sync.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; two simulated hosts, one rank on each$([[ ${GLOBAL:-0} == 1 ]] && echo "; ours with btl_ofi_global_atomics -1")"
+    echo "bench/sync.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; two simulated hosts, one rank on each$([[ -n ${GLOBAL:-} ]] && echo "; ours with btl_ofi_global_atomics $([[ $GLOBAL == 1 ]] && echo -1 || echo 0)")"
     echo
     echo "us per 8-byte operation; ratio = anchor / ours (above 1: ours faster)"
     echo

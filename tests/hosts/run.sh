@@ -22,8 +22,11 @@
 #                            atomics intrinsic; PROG sync-global
 #                            (tcp;ofi_rxm): sync; PROG llist-global:
 #                            tests/llist.c locked, 4 ranks; these four
-#                            with btl_ofi_global_atomics -1
-#                            (osc-rdma/patches 0013, 0014, 0015);
+#                            with btl_ofi_global_atomics -1 (the default
+#                            since 0015, set and checked: osc-rdma/patches
+#                            0013, 0014, 0015); PROG sync-noglobal and
+#                            atomics-noglobal (tcp;ofi_rxm): the same with
+#                            it at 0;
 #                            PROG pairs (ofi,self): accumulates of MPI's
 #                            pair types (osc-rdma/patches 0009); PROG
 #                            gather (ofi,self): small puts gathered into
@@ -181,6 +184,11 @@ list_cases() {
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-global"
             # PSCW posts as one atomic OR in that mode (0014)
             [[ $b == ofi+self && $prov == "tcp;ofi_rxm" ]] && echo "onesided:$p:$b:sync-global"
+            # ... and with it off (btl_ofi_global_atomics 0, osc/rdma
+            # through the provider for its own node too), the verbose line
+            # must not claim it
+            [[ $b == ofi+self && $prov == "tcp;ofi_rxm" ]] && echo "onesided:$p:$b:sync-noglobal"
+            [[ $b == ofi+self && $prov == "tcp;ofi_rxm" ]] && echo "onesided:$p:$b:atomics-noglobal"
             # appends under exclusive locks, the losers polling the tail
             # under the lock the winner needs, 4 ranks, in that mode: a
             # node's ranks took its locks with processor atomics while the
@@ -760,11 +768,14 @@ run_case() {
         # single-element accumulate, no accumulate lock (osc-rdma/patches
         # 0008), counted
         [[ $b == atomics-intrinsic ]] && prog=atomics args=(intrinsic)
-        # mcs64, atomics-global, sync-global: in btl_ofi_global_atomics'
+        # mcs64, atomics-global, sync-global, llist-global: in btl_ofi_global_atomics'
         # mode (osc-rdma/patches 0013, 0014), which the verbose line
         # must show
         local -a mode=()
         [[ $b == mcs64 || $b == *-global ]] && mode=(--mca btl_ofi_global_atomics -1 --mca btl_ofi_verbose 5)
+        [[ $b == *-noglobal ]] && mode=(--mca btl_ofi_global_atomics 0 --mca btl_ofi_verbose 5)
+        [[ $b == sync-noglobal ]] && prog=sync
+        [[ $b == atomics-noglobal ]] && prog=atomics args=(intrinsic)
         [[ $b == mcs64 ]] && prog=mcs args=(400 64)
         [[ $b == atomics-global ]] && prog=atomics args=(intrinsic)
         [[ $b == sync-global ]] && prog=sync
@@ -782,8 +793,10 @@ run_case() {
         rc=$?
         if [[ $b == atomics-intrinsic || $b == pairs || ${#mode[@]} -gt 0 ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
-        elif ((${#mode[@]})) && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
+        elif [[ $b != *-noglobal ]] && ((${#mode[@]})) && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics -1 did not take effect (no verbose line saying so)" "$log"
+        elif [[ $b == *-noglobal ]] && { ! grep -q "atomic flags 0x" "$log" || grep -q "atomic with processor atomics" "$log"; }; then
+            report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics 0 did not take effect (no verbose line with the atomic flags, or one claiming processor atomics)" "$log"
         else
             test_timeout=$secs judge_job "$label" "$log" "$rc" "$prog" "$t0"
         fi
