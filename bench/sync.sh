@@ -22,6 +22,9 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 REPS=${REPS:-3}
+# GLOBAL=1 / GLOBAL=0: btl_ofi_global_atomics -1 / 0 for ours (unset: its default)
+global=
+[[ -n ${GLOBAL:-} ]] && global=$([[ $GLOBAL == 1 ]] && echo -1 || echo 0)
 out=${OUT:-$repo/bench/results/sync-$(date +%Y-%m-%d)}
 mkdir -p "$out" "$here/bin"
 mpicc -O2 -Wall -o "$here/bin/sync" "$here/sync.c" || exit 1
@@ -37,7 +40,7 @@ run() { # name rep VAR=value...
     shift 2
     local log=$out/${name//[ ;]/_}-$rep.log rc
     local -a mca=()
-    [[ -n ${GLOBAL:-} && $name == ours* ]] && mca=(--mca btl_ofi_global_atomics "$([[ $GLOBAL == 1 ]] && echo -1 || echo 0)")
+    [[ -n $global && $name == ours* ]] && mca=(--mca btl_ofi_global_atomics "$global")
     env "$@" timeout 300 bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node "${mca[@]}" \
         "$here/bin/sync" >"$log" 2>&1
     rc=$?
@@ -56,7 +59,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 
 {
-    echo "bench/sync.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; two simulated hosts, one rank on each$([[ -n ${GLOBAL:-} ]] && echo "; ours with btl_ofi_global_atomics $([[ $GLOBAL == 1 ]] && echo -1 || echo 0)")"
+    echo "bench/sync.sh, $(date -u +%F), commit $(git -C "$repo" rev-parse --short HEAD), $REPS repetition(s), medians; two simulated hosts, one rank on each${global:+; ours with btl_ofi_global_atomics $global}"
     echo
     echo "us per 8-byte operation; ratio = anchor / ours (above 1: ours faster)"
     echo

@@ -99,6 +99,8 @@ int main(int argc, char **argv)
     const int each = walk || locked;
     long polls = 0;
     long n = argc > 1 ? atol(argv[1]) : (locked ? 32 : each ? 40 : 200);
+    /* locked claims the upper half of a 64-bit word at its offset 4 */
+    CHECK(!locked || 1 == *(const uint16_t *) "\1", "locked: the claim assumes a little-endian host");
     CHECK(n > 0 && n < (each ? 64 : (1L << 20)), "elements per rank: 1 .. %s",
           each ? "63 (osc_rdma_max_attach)" : "2^20");
     const size_t page = 4096;
@@ -154,7 +156,6 @@ int main(int argc, char **argv)
              * 4.1.4 does these under its own lock, with a get and a put) */
             uint32_t claim = (uint32_t) (tc_rank + 1) << 16, nil = 0, got = 1;
             uint64_t old = 0;
-            CHECK(1 == *(const uint16_t *) "\1", "locked: the claim assumes a little-endian host");
             MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner, 0, win));
             MPI_CHECK(MPI_Compare_and_swap(&claim, &nil, &got, MPI_UINT32_T, owner,
                                            next_disp(tail) + 4, win));

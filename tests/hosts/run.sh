@@ -771,31 +771,37 @@ run_case() {
         # mcs64, atomics-global, sync-global, llist-global: in btl_ofi_global_atomics'
         # mode (osc-rdma/patches 0013, 0014), which the verbose line
         # must show
+        # *-noglobal: the same with it at 0, which the line must not claim
         local -a mode=()
-        [[ $b == mcs64 || $b == *-global ]] && mode=(--mca btl_ofi_global_atomics -1 --mca btl_ofi_verbose 5)
-        [[ $b == *-noglobal ]] && mode=(--mca btl_ofi_global_atomics 0 --mca btl_ofi_verbose 5)
-        [[ $b == sync-noglobal ]] && prog=sync
-        [[ $b == atomics-noglobal ]] && prog=atomics args=(intrinsic)
-        [[ $b == mcs64 ]] && prog=mcs args=(400 64)
-        [[ $b == atomics-global ]] && prog=atomics args=(intrinsic)
-        [[ $b == sync-global ]] && prog=sync
-        # (a dynamic window: ours carries them across the hosts, with 0001)
-        # Ranks 0 and 2 on one host, 1 and 3 on the other. Without 0015
-        # the ranks starved each other: 4 of 10 such jobs run by hand
-        # hung; here (the liveness probes of a stalled peer stir them)
-        # 4 of 5 took 32-36 s instead of 3 s and then passed. Times are
-        # not asserted: the case fails on a hang (60 s) or a wrong list.
+        local global=
+        [[ $b == mcs64 || $b == *-global ]] && global=-1
+        [[ $b == *-noglobal ]] && global=0
+        [[ -n $global ]] && mode=(--mca btl_ofi_global_atomics "$global" --mca btl_ofi_verbose 5)
         local dyn=1 secs=$test_timeout
-        [[ $b == llist-global ]] && prog=llist args=(32 locked) dyn=0 secs=60 mode+=(--map-by node)
-        [[ $b == gather ]] && args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)")
+        case $b in
+        atomics-global | atomics-noglobal) prog=atomics args=(intrinsic) ;;
+        sync-global | sync-noglobal) prog=sync ;;
+        mcs64) prog=mcs args=(400 64) ;;
+        llist-global)
+            # a dynamic window (ours carries them across the hosts, with
+            # 0001). Ranks 0 and 2 on one host, 1 and 3 on the other.
+            # Without 0015 the ranks starved each other: 4 of 10 such jobs
+            # run by hand hung; here (the liveness probes of a stalled
+            # peer stir them) 4 of 5 took 32-36 s instead of 3 s and then
+            # passed. Times are not asserted: the case fails on a hang
+            # (60 s) or a wrong list.
+            prog=llist args=(32 locked) dyn=0 secs=60 mode+=(--map-by node)
+            ;;
+        gather) args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)") ;;
+        esac
         compile "$prog" >>"$log" || { report FAIL "$label" 0 "compiling $prog failed" "$log"; return; }
         no_dynamic=$dyn hosts_job "$log" "$secs" "${a//+/,}" "$prov" "${mode[@]}" "$bindir/$prog" "${args[@]}"
         rc=$?
         if [[ $b == atomics-intrinsic || $b == pairs || ${#mode[@]} -gt 0 ]] && ! osc_is_ours "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "the job did not run our osc/rdma (no osc_rdma_patches in ompi_info through the job's component path)" "$log"
-        elif [[ $b != *-noglobal ]] && ((${#mode[@]})) && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
+        elif [[ $global == -1 ]] && ! grep -q "atomic with processor atomics: btl_ofi_global_atomics" "$log"; then
             report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics -1 did not take effect (no verbose line saying so)" "$log"
-        elif [[ $b == *-noglobal ]] && { ! grep -q "atomic flags 0x" "$log" || grep -q "atomic with processor atomics" "$log"; }; then
+        elif [[ $global == 0 ]] && { ! grep -q "atomic flags 0x" "$log" || grep -q "atomic with processor atomics" "$log"; }; then
             report FAIL "$label" $((SECONDS - t0)) "btl_ofi_global_atomics 0 did not take effect (no verbose line with the atomic flags, or one claiming processor atomics)" "$log"
         else
             test_timeout=$secs judge_job "$label" "$log" "$rc" "$prog" "$t0"
