@@ -785,11 +785,12 @@ run_case() {
         llist-global)
             # a dynamic window (ours carries them across the hosts, with
             # 0001). Ranks 0 and 2 on one host, 1 and 3 on the other.
-            # Without 0015 the ranks starved each other: 4 of 10 such jobs
-            # run by hand hung; here (the liveness probes of a stalled
-            # peer stir them) 4 of 5 took 32-36 s instead of 3 s and then
-            # passed. Times are not asserted: the case fails on a hang
-            # (60 s) or a wrong list.
+            # Without 0015 the ranks starved each other: tcp;ofi_rxm's
+            # case hung (60 s) 3 runs of 3, udp;ofi_rxd's took 39 s (the
+            # liveness probes of a stalled peer stir them), sockets' 2 s
+            # (its progress thread applies the atomics); 3 s with 0015.
+            # Times are not asserted: the case fails on a hang (60 s) or
+            # a wrong list.
             prog=llist args=(32 locked) dyn=0 secs=60 mode+=(--map-by node)
             ;;
         gather) args=("$([[ $prov == "udp;ofi_rxd" ]] && echo no || echo yes)") ;;
