@@ -9,8 +9,11 @@
  * (those two export only through this header), in layers: a file calls
  * only files below it.
  *
- *   component  MCA variables, provider choice, init; sets the message
- *              handlers of the protocols below
+ *   component  MCA variables, init (the modules discovery opened,
+ *              published); sets the message handlers of the protocols below
+ *   discovery  the candidates fi_getinfo offers, the provider and
+ *              interface lists, why a candidate is refused, a module opened
+ *              on each one taken
  *   module     a module's life, add/del procs, memory registration
  *              (rcache), flush, finalize
  *   progress   the progress callback: reads the completion queues, hands

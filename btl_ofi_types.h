@@ -46,6 +46,12 @@ enum {
     MCA_BTL_OFI_MODE_FULL = 2,
 };
 
+/* btl_ofi_progress "default" is ours: manual data progress where the
+ * provider offers it. We poll from opal_progress anyway, and a provider's
+ * own progress thread competing with that poll costs orders of magnitude
+ * on a loaded node (README, "Data progress", has the measurement). */
+#define MCA_BTL_OFI_PROGRESS_DEFAULT (-1)
+
 /**
  * The part of a registration that travels to peers (osc/rdma copies
  * btl_registration_handle_size bytes of it). No local pointers: the key
