@@ -367,6 +367,7 @@ static void expect_add(tc_expect_t *sum, const tc_expect_t *e)
         sum->min[c] += e->min[c];
     }
     sum->min_ops += e->min_ops;
+    sum->min_amo += e->min_amo;
 }
 
 static void counters_group(const char *what, tc_counters_t *group_before, tc_expect_t *group_exp)
@@ -595,11 +596,13 @@ static void test_fetch_and_op(int op, const tdesc_t *t, int T)
         fetched[k] = tload(t, rbuf);
         if (T != tc_rank) {
             /* Every op crosses the btl: as an atomic, or as get(-op-put)
-             * when the btl refuses the op (MPI_NO_OP may be a plain get).
-             * 64-bit fetching add is one the btl must do as an atomic. */
+             * when the btl refuses the op (MPI_NO_OP may be a plain get),
+             * or to another node as one message (osc-rdma/patches 0016).
+             * 64-bit fetching add is one the btl must do as an atomic
+             * where it is not such a message. */
             cnt_exp.min_ops += 1;
             if (op == OP_SUM && t->bytes == 8) {
-                cnt_exp.min[TC_ATOMIC_COUNT] += 1;
+                cnt_exp.min_amo += 1;
             }
         }
     }
@@ -824,8 +827,9 @@ static void test_accumulate(int gacc, int op, const tdesc_t *t, int count, int T
             cnt_exp.min_ops += 1;
             if (op == OP_SUM && (unsigned long) count <= max_amo && t->bytes == 8) {
                 /* up to osc_rdma_network_max_amo elements: one btl
-                 * atomic each; more: get-op-put */
-                cnt_exp.min[TC_ATOMIC_COUNT] += (uint64_t) count;
+                 * atomic each, or to another node one message for all
+                 * (0016); more: get-op-put */
+                cnt_exp.min_amo += (uint64_t) count;
             }
         }
     }
@@ -1430,10 +1434,109 @@ static void test_intrinsic_mixing(int T)
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+/* "atomics message": without the promise, over several nodes with
+ * btl_ofi_global_atomics -1, an accumulate to a rank of another node is
+ * one btl message that the target applies under its own accumulate lock
+ * (osc-rdma/patches 0016), not the lock's compare-and-swap, the atomic and
+ * the release. A rank not on T's node: its MPI_Fetch_and_op,
+ * MPI_Rget_accumulate, MPI_Accumulate and MPI_NO_OP reads of one int64 of
+ * T, N each, must leave btl_ofi_atomic_count where it was and grow
+ * btl_ofi_send_count by one each at least; every fetched value distinct
+ * (each add atomic), each read at least the value this rank's add left,
+ * the final value exact. */
+static int message_mode;
+
+static void test_message_exchanges(int T)
+{
+    enum { N = 40 };
+    MPI_Comm node;
+    MPI_Group world_g, node_g;
+    int t_local = MPI_UNDEFINED, node_size;
+    char what[160];
+
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_size(node, &node_size));
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_g));
+    MPI_CHECK(MPI_Comm_group(node, &node_g));
+    MPI_CHECK(MPI_Group_translate_ranks(world_g, 1, &T, node_g, &t_local));
+    MPI_CHECK(MPI_Group_free(&world_g));
+    MPI_CHECK(MPI_Group_free(&node_g));
+    MPI_CHECK(MPI_Comm_free(&node));
+    snprintf(what, sizeof(what), "messages: %d fetch_and_op / rget_accumulate, accumulate and NO_OP reads of "
+             "int64 SUM, target=%d (%s)", N, T, kind_names[wkind]);
+    CHECK(node_size < tc_size, "%s: every rank on one node (run it across hosts)", what);
+    slot_init(&types[0], T, SLOT, 0);
+    int64_t fetched[N];
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    tc_counters_t before, after;
+    tc_counters_read(&before);
+    for (int k = 0; k < N; ++k) {
+        int64_t one = 1, old = -1, now = -1;
+        if (k % 2) {
+            MPI_Request req;
+            MPI_CHECK(MPI_Rget_accumulate(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1,
+                                          MPI_INT64_T, MPI_SUM, win, &req));
+            MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        } else {
+            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
+        }
+        MPI_CHECK(MPI_Win_flush(T, win));
+        fetched[k] = old;
+        MPI_CHECK(MPI_Accumulate(&one, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1, MPI_INT64_T, MPI_SUM, win));
+        MPI_CHECK(MPI_Fetch_and_op(NULL, &now, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_NO_OP, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        CHECK(now >= old + 2 && now <= (int64_t) 2 * N * tc_size, "%s: MPI_NO_OP read %lld after this rank's "
+              "fetch-and-add fetched %lld and its accumulate added 1", what, (long long) now, (long long) old);
+    }
+    tc_counters_read(&after);
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    const uint64_t final = slot_final(&types[0], T, SLOT, what);
+    if (tc_rank == T) {
+        CHECK(final == (uint64_t) 2 * N * tc_size, "%s: final %llu, expected %d", what,
+              (unsigned long long) final, 2 * N * tc_size);
+    }
+    int64_t *all = 0 == tc_rank ? malloc(sizeof(int64_t) * N * (size_t) tc_size) : NULL;
+    CHECK(0 != tc_rank || NULL != all, "%s: no memory", what);
+    MPI_CHECK(MPI_Gather(fetched, N, MPI_INT64_T, all, N, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        qsort(all, (size_t) N * tc_size, sizeof(int64_t), cmp_i64);
+        for (int i = 1; i < N * tc_size; ++i) {
+            CHECK(all[i] != all[i - 1], "%s: two fetch-and-adds fetched %lld (an add lost)", what,
+                  (long long) all[i]);
+        }
+        free(all);
+    }
+    if (MPI_UNDEFINED == t_local && tc_have_counters) {
+        const unsigned long long amo = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
+        const unsigned long long sends = after.v[TC_SEND_COUNT] - before.v[TC_SEND_COUNT];
+        CHECK(0 == amo, "%s: btl_ofi_atomic_count grew by %llu, expected 0 (each accumulate one message, "
+                        "no accumulate lock)", what, amo);
+        CHECK(sends >= 3 * N, "%s: btl_ofi_send_count grew by %llu, expected at least %d (one message per "
+                              "accumulate)", what, sends, 3 * N);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        printf("  ok %s: one message each from the other node, no btl atomic\n", what);
+    }
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "atomics");
     intrinsic = argc > 1 && 0 == strcmp(argv[1], "intrinsic");
+    message_mode = argc > 1 && 0 == strcmp(argv[1], "message");
+    if (message_mode) {
+        /* the message cases alone, on both kinds of window */
+        types_init();
+        for (int kind = WIN_CREATE; kind <= WIN_ALLOCATE; ++kind) {
+            window_open(kind);
+            test_message_exchanges(0);
+            test_message_exchanges(tc_size - 1);
+            window_close();
+        }
+        tc_finish();
+        return 0;
+    }
     if (0 == tc_rank && intrinsic) {
         printf("  windows with acc_single_intrinsic: single-element cases only\n");
     }

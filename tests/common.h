@@ -271,13 +271,14 @@ enum {
     TC_PUT_NOTIFIED,
     TC_PUT_GATHERED,
     TC_GET_GATHERED,
+    TC_SEND_COUNT,
     TC_NCOUNTERS
 };
 
 static const char *const tc_counter_names[TC_NCOUNTERS] = {
     "btl_ofi_put_count", "btl_ofi_get_count",    "btl_ofi_atomic_count",
     "btl_ofi_put_bytes", "btl_ofi_get_bytes",    "btl_ofi_put_notified",
-    "btl_ofi_put_gathered", "btl_ofi_get_gathered",
+    "btl_ofi_put_gathered", "btl_ofi_get_gathered", "btl_ofi_send_count",
 };
 
 typedef struct {
@@ -386,10 +387,15 @@ TC_FN void tc_counters_finalize(void)
 /* Expected minimum growth of each counter for a sub-case. */
 typedef struct {
     unsigned long long min[TC_NCOUNTERS];
-    /* minimum growth of puts + gets + atomics together, for operations
-     * that osc/rdma may carry either way (e.g. MPI_NO_OP: a get or an
-     * atomic) */
+    /* minimum growth of puts + gets + atomics + sends together, for
+     * operations that osc/rdma may carry either way (e.g. MPI_NO_OP: a
+     * get or an atomic; an accumulate to another node: one message,
+     * osc-rdma/patches 0016) */
     unsigned long long min_ops;
+    /* minimum growth of atomics + sends together: operations the btl must
+     * carry as atomics, unless osc/rdma sends them as one message each
+     * (accumulates to another node, 0016) */
+    unsigned long long min_amo;
 } tc_expect_t;
 
 TC_FN const char *tc_delta_str(const tc_counters_t *before, const tc_counters_t *after)
@@ -436,13 +442,18 @@ TC_FN void tc_counters_check(const char *what, const tc_counters_t *before,
         }
     }
     if (required && tc_check_ours_enabled()) {
+        unsigned long long sends = after->v[TC_SEND_COUNT] - before->v[TC_SEND_COUNT];
+        unsigned long long amos = after->v[TC_ATOMIC_COUNT] - before->v[TC_ATOMIC_COUNT] + sends;
         unsigned long long ops = (after->v[TC_PUT_COUNT] - before->v[TC_PUT_COUNT])
-                                 + (after->v[TC_GET_COUNT] - before->v[TC_GET_COUNT])
-                                 + (after->v[TC_ATOMIC_COUNT] - before->v[TC_ATOMIC_COUNT]);
+                                 + (after->v[TC_GET_COUNT] - before->v[TC_GET_COUNT]) + amos;
         CHECK(ops >= exp->min_ops,
-              "%s: counters btl_ofi_{put,get,atomic}_count together grew by %llu, expected at "
-              "least %llu (one-sided traffic of this rank did not go through our btl/ofi?)",
+              "%s: counters btl_ofi_{put,get,atomic,send}_count together grew by %llu, expected "
+              "at least %llu (one-sided traffic of this rank did not go through our btl/ofi?)",
               what, ops, exp->min_ops);
+        CHECK(amos >= exp->min_amo,
+              "%s: counters btl_ofi_{atomic,send}_count together grew by %llu, expected at "
+              "least %llu (an atomic, or one message, per operation the btl must carry so)",
+              what, amos, exp->min_amo);
     }
     if (print && tc_rank == 0) {
         printf("    counters rank0 %s: %s%s\n", what, tc_delta_str(before, after),

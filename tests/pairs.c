@@ -423,9 +423,10 @@ int main(int argc, char **argv)
              * every rank: ours carried it */
             const unsigned long long moved = after.v[TC_PUT_COUNT] - before.v[TC_PUT_COUNT]
                                              + after.v[TC_GET_COUNT] - before.v[TC_GET_COUNT]
-                                             + after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
-            CHECK(moved > 0,
-                  "no put, get or atomic went through btl/ofi on an MPI_Win_create window");
+                                             + after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT]
+                                             + after.v[TC_SEND_COUNT] - before.v[TC_SEND_COUNT];
+            CHECK(moved > 0, "no put, get, atomic or message went through btl/ofi on an "
+                             "MPI_Win_create window");
         }
         tc_say("pairs %s: NO_OP, REPLACE, MAXLOC and MINLOC on the 6 pair types passed (%.2fs)",
                kinds[kind], tc_now() - t0);

@@ -17,6 +17,10 @@
 #                            PROG atomics-intrinsic (ofi,self): atomics
 #                            on windows with acc_single_intrinsic, one
 #                            btl atomic per single-element accumulate;
+#                            PROG atomics-message (ofi,self): atomics
+#                            message, btl_ofi_global_atomics -1: each
+#                            accumulate to another node one message
+#                            (osc-rdma/patches 0016), no btl atomic;
 #                            PROG mcs64 (ofi,self): tests/mcs.c on
 #                            MPI_INT64_T; PROG atomics-global (ofi,self):
 #                            atomics intrinsic; PROG sync-global
@@ -196,6 +200,10 @@ list_cases() {
             # without 0015)
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:llist-global"
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-intrinsic"
+            # without the promise, in that mode: each accumulate to another
+            # node one message the target applies (osc-rdma/patches 0016),
+            # no btl atomic, values exact
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-message"
             # accumulates of MPI's pair types, whose padding osc/rdma 4.1.4
             # took for data (osc-rdma/patches 0009)
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:pairs"
@@ -774,12 +782,13 @@ run_case() {
         # *-noglobal: the same with it at 0, which the line must not claim
         local -a mode=()
         local global=
-        [[ $b == mcs64 || $b == *-global ]] && global=-1
+        [[ $b == mcs64 || $b == *-global || $b == atomics-message ]] && global=-1
         [[ $b == *-noglobal ]] && global=0
         [[ -n $global ]] && mode=(--mca btl_ofi_global_atomics "$global" --mca btl_ofi_verbose 5)
         local dyn=1 secs=$test_timeout
         case $b in
         atomics-global | atomics-noglobal) prog=atomics args=(intrinsic) ;;
+        atomics-message) prog=atomics args=(message) ;;
         sync-global | sync-noglobal) prog=sync ;;
         mcs64) prog=mcs args=(400 64) ;;
         llist-global)

@@ -568,10 +568,12 @@ int main(int argc, char **argv)
     }
     tc_expect_t exp;
     memset(&exp, 0, sizeof(exp));
-    /* shared fetch-adds + CAS attempts + lock CASes (take and release) +
-     * own-window fetch-adds */
-    exp.min[TC_ATOMIC_COUNT] = nthreads * remote_rounds + cas_att_remote + lock_att_remote
-                               + lock_rounds_remote + (unsigned long long) nthreads * iters;
+    /* CAS attempts + lock CASes (take and release): btl atomics; with
+     * the shared fetch-adds and the own-window fetch-adds, atomics or
+     * (to another node, osc-rdma/patches 0016) one message each */
+    exp.min[TC_ATOMIC_COUNT] = cas_att_remote + lock_att_remote + lock_rounds_remote;
+    exp.min_amo = nthreads * remote_rounds + cas_att_remote + lock_att_remote + lock_rounds_remote
+                  + (unsigned long long) nthreads * iters;
     /* region puts (+ final one), own-window puts (+ final), lock protocol:
      * owner and data puts */
     exp.min[TC_PUT_COUNT] = 2ULL * nthreads * (iters + 1) + 2 * lock_rounds_remote;

@@ -196,7 +196,7 @@ int main(int argc, char **argv)
         memset(&exp, 0, sizeof(exp));
         exp.min[TC_PUT_COUNT] = (unsigned long long) rounds;
         exp.min[TC_GET_COUNT] = (unsigned long long) rounds;
-        exp.min[TC_ATOMIC_COUNT] = (unsigned long long) ((rounds + 9) / 10);
+        exp.min_amo = (unsigned long long) ((rounds + 9) / 10); /* atomics, or messages (0016) */
         tc_counters_expect("origin", &before, &after, &exp, 1);
 
         double origin_s = all[0], origin_end = all[1], target_s = all[2], target_end = all[3];
