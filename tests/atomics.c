@@ -1321,6 +1321,25 @@ static void test_derived_all(const int targets[2])
     free(itel);
 }
 
+/* A fetching add of 1 to the int64 at SLOT of rank T, flushed: by
+ * MPI_Rget_accumulate when K is odd, by MPI_Fetch_and_op when even; the
+ * value fetched. */
+static int64_t fetch_add_one(int T, int k)
+{
+    int64_t one = 1, old = -1;
+
+    if (k % 2) {
+        MPI_Request req;
+        MPI_CHECK(MPI_Rget_accumulate(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1,
+                                      MPI_INT64_T, MPI_SUM, win, &req));
+        MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    } else {
+        MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
+    }
+    MPI_CHECK(MPI_Win_flush(T, win));
+    return old;
+}
+
 /* acc_single_intrinsic on a window across nodes: a single-element
  * MPI_Fetch_and_op (or MPI_Rget_accumulate, every other time) is one btl
  * atomic (osc-rdma/patches 0008), not three (the accumulate lock's
@@ -1347,16 +1366,7 @@ static void test_intrinsic_exchanges(int T)
     tc_counters_t before, after;
     tc_counters_read(&before);
     for (int k = 0; k < N; ++k) {
-        int64_t one = 1, old = -1, now = -1;
-        if (k % 2) {
-            MPI_Request req;
-            MPI_CHECK(MPI_Rget_accumulate(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1,
-                                          MPI_INT64_T, MPI_SUM, win, &req));
-            MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-        } else {
-            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
-        }
-        MPI_CHECK(MPI_Win_flush(T, win));
+        int64_t now = -1, old = fetch_add_one(T, k);
         CHECK(old >= 0 && old < (int64_t) N * tc_size, "%s: fetched %lld", what, (long long) old);
         MPI_CHECK(MPI_Fetch_and_op(NULL, &now, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_NO_OP, win));
         MPI_CHECK(MPI_Win_flush(T, win));
@@ -1471,16 +1481,7 @@ static void test_message_exchanges(int T)
     tc_counters_t before, after;
     tc_counters_read(&before);
     for (int k = 0; k < N; ++k) {
-        int64_t one = 1, old = -1, now = -1;
-        if (k % 2) {
-            MPI_Request req;
-            MPI_CHECK(MPI_Rget_accumulate(&one, 1, MPI_INT64_T, &old, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1,
-                                          MPI_INT64_T, MPI_SUM, win, &req));
-            MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
-        } else {
-            MPI_CHECK(MPI_Fetch_and_op(&one, &old, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_SUM, win));
-        }
-        MPI_CHECK(MPI_Win_flush(T, win));
+        int64_t one = 1, now = -1, old = fetch_add_one(T, k);
         fetched[k] = old;
         MPI_CHECK(MPI_Accumulate(&one, 1, MPI_INT64_T, T, (MPI_Aint) SLOT, 1, MPI_INT64_T, MPI_SUM, win));
         MPI_CHECK(MPI_Fetch_and_op(NULL, &now, MPI_INT64_T, T, (MPI_Aint) SLOT, MPI_NO_OP, win));
@@ -1520,6 +1521,82 @@ static void test_message_exchanges(int T)
     }
 }
 
+/* "atomics message", larger: an MPI_Get_accumulate and an MPI_Accumulate
+ * of 3000 int64 (24,000 bytes: two messages on tcp;ofi_rxm's 16 KiB
+ * eager limit, one on the 64 KiB of sockets and udp;ofi_rxd), SUM of
+ * ones from every rank but T at once. Each element atomic: for every
+ * element the values the ranks fetched are distinct and within what the
+ * others can have added; T's final values exact. */
+static void test_message_pieces(int T)
+{
+    enum { M = 3000 };
+    int64_t *ones = malloc(sizeof(int64_t) * M), *res = malloc(sizeof(int64_t) * M);
+    int64_t *all = 0 == tc_rank ? malloc(sizeof(int64_t) * M * (size_t) tc_size) : NULL;
+    char what[128];
+
+    snprintf(what, sizeof(what), "messages: get_accumulate and accumulate of %d int64, target=%d (%s)", M, T,
+             kind_names[wkind]);
+    CHECK(NULL != ones && NULL != res && (0 != tc_rank || NULL != all), "%s: no memory", what);
+    for (int i = 0; i < M; ++i) {
+        ones[i] = 1;
+        res[i] = -1;
+    }
+    if (tc_rank == T) {
+        int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+        for (int i = 0; i < M; ++i) {
+            mem[i] = (int64_t) i * 1000;
+        }
+        MPI_CHECK(MPI_Win_unlock(T, win));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    if (tc_rank != T) {
+        MPI_CHECK(MPI_Get_accumulate(ones, M, MPI_INT64_T, res, M, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, M,
+                                     MPI_INT64_T, MPI_SUM, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        MPI_CHECK(MPI_Accumulate(ones, M, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, M, MPI_INT64_T, MPI_SUM, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        for (int i = 0; i < M; ++i) {
+            const int64_t added = res[i] - (int64_t) i * 1000;
+            CHECK(added >= 0 && added <= 2 * (tc_size - 2), "%s: element %d fetched %lld, %lld over its start",
+                  what, i, (long long) res[i], (long long) added);
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    /* T reads its memory below once every rank's epoch is over (the
+     * gather alone does not wait for them at a rank that is not its root) */
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Gather(res, M, MPI_INT64_T, all, M, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        for (int i = 0; i < M; ++i) {
+            for (int a = 0; a < tc_size; ++a) {
+                for (int b = a + 1; b < tc_size && a != T; ++b) {
+                    CHECK(b == T || all[(size_t) a * M + i] != all[(size_t) b * M + i],
+                          "%s: ranks %d and %d both fetched %lld from element %d (an add lost)", what, a, b,
+                          (long long) all[(size_t) a * M + i], i);
+                }
+            }
+        }
+        free(all);
+    }
+    if (tc_rank == T) {
+        const int64_t *mem = (const int64_t *) ((const char *) wbase + ACC_OFF);
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+        for (int i = 0; i < M; ++i) {
+            CHECK(mem[i] == (int64_t) i * 1000 + 2 * (tc_size - 1), "%s: element %d is %lld, expected %lld", what,
+                  i, (long long) mem[i], (long long) ((int64_t) i * 1000 + 2 * (tc_size - 1)));
+        }
+        MPI_CHECK(MPI_Win_unlock(T, win));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        printf("  ok %s: every element atomic, final values exact\n", what);
+    }
+    free(ones);
+    free(res);
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "atomics");
@@ -1532,6 +1609,8 @@ int main(int argc, char **argv)
             window_open(kind);
             test_message_exchanges(0);
             test_message_exchanges(tc_size - 1);
+            test_message_pieces(0);
+            test_message_pieces(tc_size - 1);
             window_close();
         }
         tc_finish();

@@ -18,9 +18,11 @@
  * Then both enter MPI again; rank 1 checks every slot in its memory and the
  * counter (= number of rounds with an atomic).
  * Rank 0 prints both times. The origin's counters btl_ofi_put_count and
- * get_count must grow by at least one per round, atomic_count by one per
- * fetch-and-add (taking the lock needs none: on one node osc/rdma's default
- * two-level locking keeps lock words in shared memory).
+ * get_count must grow by at least one per round, atomic_count and
+ * send_count together by one per fetch-and-add (an atomic, or to another
+ * node one message: osc-rdma/patches 0016; taking the lock needs none: on
+ * one node osc/rdma's default two-level locking keeps lock words in shared
+ * memory).
  *
  * The progress thread is taken to be on when the cvar btl_ofi_progress_thread
  * reads true. Then the origin must have finished within -max seconds
