@@ -115,15 +115,24 @@ static int mca_btl_ofi_pvar_read(const struct mca_base_pvar_t *pvar, void *value
             continue;
         }
         for (int i = 0; i < module->num_contexts; ++i) {
-            const mca_btl_ofi_counters_t *counters = &module->contexts[i].counters;
-            const mca_btl_ofi_counters_t *gathered = &module->contexts[i].putv.counters;
-            const mca_btl_ofi_counters_t *asked = &module->contexts[i].getv.counters;
+            mca_btl_ofi_context_t *context = module->contexts + i;
+            const mca_btl_ofi_counters_t *counters = &context->counters;
+            const mca_btl_ofi_counters_t *gathered = &context->putv.counters;
+            const mca_btl_ofi_counters_t *asked = &context->getv.counters;
+            /* each under the lock its writers hold: the progress thread
+             * counts the messages it sends while MPI_T reads (helgrind) */
+            MCA_BTL_OFI_LOCK(&context->lock);
             total += *(const uint64_t *) ((const char *) counters + offset);
-            total += *(const uint64_t *) ((const char *) gathered + offset);
-            total += *(const uint64_t *) ((const char *) asked + offset);
             if (offsetof(mca_btl_ofi_counters_t, atomic_count) == offset) {
                 total += (uint64_t) counters->atomic_local_count;
             }
+            MCA_BTL_OFI_UNLOCK(&context->lock);
+            MCA_BTL_OFI_LOCK(&context->putv.lock);
+            total += *(const uint64_t *) ((const char *) gathered + offset);
+            MCA_BTL_OFI_UNLOCK(&context->putv.lock);
+            MCA_BTL_OFI_LOCK(&context->getv.lock);
+            total += *(const uint64_t *) ((const char *) asked + offset);
+            MCA_BTL_OFI_UNLOCK(&context->getv.lock);
         }
     }
     *(unsigned long long *) value = total;
