@@ -10,6 +10,10 @@
  *   window, flushes, tells rank 2 with a two-sided message, and rank 2 reads
  *   the region back from rank 0 and checks every byte (with 2 ranks, rank 1
  *   reads it back itself through a second window on the same memory).
+ *
+ *   sync message (run across hosts, btl_ofi_global_atomics -1): also
+ *   pscw_message, PSCW's post and complete to another node as btl
+ *   messages (osc-rdma/patches 0017), counted.
  */
 #include "common.h"
 
@@ -147,6 +151,65 @@ static void test_pscw(void)
     free(buf);
     tc_say("  ok post/start/complete/wait: 3 ring rounds (8192, 1, 8190 B) and a %d-origin star",
            n - 1);
+}
+
+/* "sync message": over several nodes with btl_ofi_global_atomics -1, a
+ * post or complete to a rank of another node is one btl message that the
+ * receiver applies to its own state (osc-rdma/patches 0017), not a btl
+ * atomic OR or add waited for. ROUNDS ring epochs (post to the left
+ * neighbour, start the right one, one put of SZ bytes checked byte by
+ * byte at the left's window) must leave btl_ofi_atomic_count where it was
+ * and grow btl_ofi_send_count by at least one per post and complete this
+ * rank sent to another node. */
+static int message_mode;
+
+static void test_pscw_message(void)
+{
+    enum { ROUNDS = 50, SZ = 8 };
+    const int n = tc_size, right = (tc_rank + 1) % n, left = (tc_rank + n - 1) % n;
+    int first, node_of[MAX_RANKS], nodes = 0;
+    unsigned char buf[SZ];
+    tc_counters_t before, after;
+    MPI_Comm node;
+
+    /* a node named by its lowest rank */
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Allreduce(&tc_rank, &first, 1, MPI_INT, MPI_MIN, node));
+    MPI_CHECK(MPI_Comm_free(&node));
+    MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD));
+    for (int i = 0; i < n; ++i) {
+        nodes += node_of[i] == i;
+    }
+    CHECK(nodes > 1, "pscw message: every rank on one node (run it across hosts)");
+    const unsigned remote = (node_of[left] != first) + (node_of[right] != first);
+
+    MPI_Group gl = group_of(&left, 1), gr = group_of(&right, 1);
+    tc_counters_read(&before);
+    for (int k = 0; k < ROUNDS; ++k) {
+        unsigned r = round_no++;
+        tc_fill(buf, tc_rank, SZ, r);
+        MPI_CHECK(MPI_Win_post(gl, 0, win));
+        MPI_CHECK(MPI_Win_start(gr, 0, win));
+        MPI_CHECK(MPI_Put(buf, SZ, MPI_BYTE, right, SLOTS_OFF, SZ, MPI_BYTE, win));
+        count_put(right, SZ);
+        MPI_CHECK(MPI_Win_complete(win));
+        MPI_CHECK(MPI_Win_wait(win));
+        tc_verify(tc_fmt("pscw message round %d: data put by rank %d", k, left), wbase + SLOTS_OFF, left, SZ, r);
+    }
+    tc_counters_read(&after);
+    MPI_CHECK(MPI_Group_free(&gl));
+    MPI_CHECK(MPI_Group_free(&gr));
+    if (tc_have_counters) {
+        const unsigned long long amo = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
+        const unsigned long long sends = after.v[TC_SEND_COUNT] - before.v[TC_SEND_COUNT];
+        CHECK(0 == amo, "pscw message: btl_ofi_atomic_count grew by %llu over %d epochs, expected 0 (each post "
+                        "and complete to another node one message)", amo, ROUNDS);
+        CHECK(sends >= (unsigned long long) ROUNDS * remote, "pscw message: btl_ofi_send_count grew by %llu, "
+              "expected at least %u (a post and a complete per epoch to each peer of another node)", sends,
+              ROUNDS * remote);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    tc_say("  ok %d ring epochs, posts and completes to another node as messages, no btl atomic", ROUNDS);
 }
 
 /* ---------------- lock shared ---------------- */
@@ -475,6 +538,7 @@ static void test_visibility(void)
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "sync");
+    message_mode = argc > 1 && 0 == strcmp(argv[1], "message");
     if (tc_size < 2 || tc_size > MAX_RANKS) {
         FAILF("sync needs 2..%d ranks (got %d)", MAX_RANKS, tc_size);
     }
@@ -492,12 +556,16 @@ int main(int argc, char **argv)
         {"fence", test_fence},
         {"pscw", test_pscw},
         {"pscw_split", test_pscw_split},
+        {"pscw_message", message_mode ? test_pscw_message : NULL},
         {"lock_shared", test_lock_shared},
         {"lock_exclusive", test_lock_exclusive},
         {"flushes", test_flushes},
         {"visibility", test_visibility},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        if (NULL == cases[i].fn) {
+            continue;
+        }
         memset(&exp_all, 0, sizeof(exp_all));
         double t0 = tc_now();
         tc_counters_read(&before);

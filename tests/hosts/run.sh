@@ -21,6 +21,9 @@
 #                            message, btl_ofi_global_atomics -1: each
 #                            accumulate to another node one message
 #                            (osc-rdma/patches 0016), no btl atomic;
+#                            PROG sync-message (ofi,self): sync message,
+#                            btl_ofi_global_atomics -1: PSCW's posts and
+#                            completes to another node as messages (0017);
 #                            PROG mcs64 (ofi,self): tests/mcs.c on
 #                            MPI_INT64_T; PROG atomics-global (ofi,self):
 #                            atomics intrinsic; PROG sync-global
@@ -186,8 +189,12 @@ list_cases() {
             # atomics with btl_ofi_global_atomics -1: osc/rdma on the
             # target's host with processor atomics (0013)
             [[ $b == ofi+self ]] && echo "onesided:$p:$b:atomics-global"
-            # PSCW posts as one atomic OR in that mode (0014)
+            # PSCW posts as one atomic OR in that mode (0014; with
+            # osc_rdma_acc_message 0, else they are messages)
             [[ $b == ofi+self && $prov == "tcp;ofi_rxm" ]] && echo "onesided:$p:$b:sync-global"
+            # ... and by default PSCW's posts and completes to another
+            # node as btl messages (0017): counted, no btl atomic
+            [[ $b == ofi+self ]] && echo "onesided:$p:$b:sync-message"
             # ... and with it off (btl_ofi_global_atomics 0, osc/rdma
             # through the provider for its own node too), the verbose line
             # must not claim it
@@ -782,14 +789,16 @@ run_case() {
         # *-noglobal: the same with it at 0, which the line must not claim
         local -a mode=()
         local global=
-        [[ $b == mcs64 || $b == *-global || $b == atomics-message ]] && global=-1
+        [[ $b == mcs64 || $b == *-global || $b == *-message ]] && global=-1
         [[ $b == *-noglobal ]] && global=0
         [[ -n $global ]] && mode=(--mca btl_ofi_global_atomics "$global" --mca btl_ofi_verbose 5)
         local dyn=1 secs=$test_timeout
         case $b in
         atomics-global | atomics-noglobal) prog=atomics args=(intrinsic) ;;
         atomics-message) prog=atomics args=(message) ;;
-        sync-global | sync-noglobal) prog=sync ;;
+        sync-global) prog=sync mode+=(--mca osc_rdma_acc_message 0) ;;
+        sync-noglobal) prog=sync ;;
+        sync-message) prog=sync args=(message) ;;
         mcs64) prog=mcs args=(400 64) ;;
         llist-global)
             # a dynamic window (ours carries them across the hosts, with
