@@ -1597,6 +1597,100 @@ static void test_message_pieces(int T)
     free(res);
 }
 
+/* "atomics message", largest: an MPI_Accumulate and an MPI_Raccumulate
+ * of L int64 (56,000 bytes: past the 32 KiB that go in pieces) from every
+ * rank but T at once. The target reads each origin's data with btl gets
+ * and applies it under its accumulate lock (osc-rdma/patches 0018), where
+ * the locked path had each origin take that lock with btl atomics and
+ * get and put the data itself: a rank of another node must leave
+ * btl_ofi_atomic_count where it was, and T's btl_ofi_get_count must grow
+ * by two gets per rank of another node at least. Origin i adds
+ * (i + 1) * (e % 7 + 1) to element e, twice: T's final values exact. */
+static void test_message_large(int T)
+{
+    enum { L = 7000 };
+    int64_t *data = malloc(sizeof(int64_t) * L);
+    int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
+    int node_first, t_first, remote_origins = 0, firsts[MAX_RANKS];
+    tc_counters_t before, after;
+    MPI_Request req;
+    MPI_Comm node;
+    char what[128];
+
+    snprintf(what, sizeof(what), "messages: accumulate and raccumulate of %d int64, target=%d (%s)", L, T,
+             kind_names[wkind]);
+    CHECK(NULL != data && (size_t) ACC_OFF + sizeof(int64_t) * L <= WIN_BYTES, "%s: no memory or room", what);
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Allreduce(&tc_rank, &node_first, 1, MPI_INT, MPI_MIN, node));
+    MPI_CHECK(MPI_Comm_free(&node));
+    MPI_CHECK(MPI_Allgather(&node_first, 1, MPI_INT, firsts, 1, MPI_INT, MPI_COMM_WORLD));
+    t_first = firsts[T];
+    for (int r = 0; r < tc_size; ++r) {
+        remote_origins += firsts[r] != t_first;
+    }
+    for (int e = 0; e < L; ++e) {
+        data[e] = (int64_t) (tc_rank + 1) * (e % 7 + 1);
+    }
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+        for (int e = 0; e < L; ++e) {
+            mem[e] = (int64_t) e * 1000;
+        }
+        MPI_CHECK(MPI_Win_unlock(T, win));
+    }
+    /* counted: at T from before any origin can send to after they all
+     * finished; at an origin its accumulates alone (lock_all takes the
+     * leader's global lock with btl atomics) */
+    if (tc_rank == T) {
+        tc_counters_read(&before);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    if (tc_rank != T) {
+        tc_counters_read(&before);
+        MPI_CHECK(MPI_Accumulate(data, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L, MPI_INT64_T, MPI_SUM, win));
+        MPI_CHECK(MPI_Raccumulate(data, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L, MPI_INT64_T, MPI_SUM, win,
+                                  &req));
+        MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        tc_counters_read(&after);
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    /* T reads its memory once every rank's epoch is over */
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (tc_rank == T) {
+        tc_counters_read(&after);
+    }
+    if (tc_rank == T) {
+        int64_t origins = 0;
+        for (int r = 0; r < tc_size; ++r) {
+            origins += r == T ? 0 : r + 1;
+        }
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+        for (int e = 0; e < L; ++e) {
+            const int64_t want = (int64_t) e * 1000 + 2 * origins * (e % 7 + 1);
+            CHECK(mem[e] == want, "%s: element %d is %lld, expected %lld", what, e, (long long) mem[e],
+                  (long long) want);
+        }
+        MPI_CHECK(MPI_Win_unlock(T, win));
+        if (tc_have_counters) {
+            const unsigned long long gets = after.v[TC_GET_COUNT] - before.v[TC_GET_COUNT];
+            CHECK(gets >= 2ull * (unsigned) remote_origins, "%s: btl_ofi_get_count of the target grew by %llu, "
+                  "expected at least %d (it reads the data of each accumulate from another node)", what, gets,
+                  2 * remote_origins);
+        }
+    } else if (firsts[tc_rank] != t_first && tc_have_counters) {
+        const unsigned long long amo = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
+        CHECK(0 == amo, "%s: btl_ofi_atomic_count grew by %llu, expected 0 (no accumulate lock taken from "
+                        "another node)", what, amo);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        printf("  ok %s: read by the target, final values exact\n", what);
+    }
+    free(data);
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "atomics");
@@ -1611,6 +1705,8 @@ int main(int argc, char **argv)
             test_message_exchanges(tc_size - 1);
             test_message_pieces(0);
             test_message_pieces(tc_size - 1);
+            test_message_large(0);
+            test_message_large(tc_size - 1);
             window_close();
         }
         tc_finish();

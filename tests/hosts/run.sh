@@ -21,6 +21,8 @@
 #                            message, btl_ofi_global_atomics -1: each
 #                            accumulate to another node one message
 #                            (osc-rdma/patches 0016), no btl atomic;
+#                            one of 56,000 B read by its target with btl
+#                            gets (0018);
 #                            PROG sync-message (ofi,self): sync message,
 #                            btl_ofi_global_atomics -1: PSCW's posts and
 #                            completes to another node as messages (0017);
