@@ -138,7 +138,7 @@
 #                     2 ranks, about 0.8 s each); every one must pass.
 #
 # Default list: every provider: death rma and msg, regexpose, inject (7
-# calls), jobs (BTL_OFI_FAULT_JOBS each, default 8); death coll and
+# calls), jobs (BTL_OFI_FAULT_JOBS each, default 4); death coll and
 # collidle and rxfull on shm and tcp;ofi_rxm; stale, fuzz, asan and
 # memcheck on shm, memcheck:sockets: 62 cases, about 9 minutes on 2 cores
 # (a death case that fails takes 37 s, one that passes 6 s).
@@ -155,7 +155,7 @@
 # four; our rml/oob fixes it, README "Messages mpirun lost").
 #
 # Environment: PROVIDERS, BTL_OFI_ALLOW_SKIP, BTL_OFI_PREFIX (through
-# scripts/ofirun), BTL_OFI_FAULT_JOBS (jobs per jobs case, default 8),
+# scripts/ofirun), BTL_OFI_FAULT_JOBS (jobs per jobs case, default 4),
 # BTL_OFI_FAULTS_FULL=1 or BTL_OFI_FULL=1, BTL_OFI_TEST_TIMEOUT (seconds per run of asan,
 # memcheck and jobs, default 300), BTL_OFI_KEEP_WORK=1 (keep the temporary
 # ASan build and valgrind logs of a failed asan or memcheck case).
@@ -173,9 +173,10 @@ if [[ $full == 1 ]]; then
     njobs=${BTL_OFI_FAULT_JOBS:-100}
 else
     # start-up and teardown races show within the first jobs: 1000 per
-    # provider (endurance.sh) found nothing 20 did not; 8 in CI (its time
-    # budget: 12 took 10 s a provider, the suite 35 min 24 s at e9b13b6)
-    njobs=${BTL_OFI_FAULT_JOBS:-8}
+    # provider (endurance.sh) found nothing 20 did not; 4 in CI (its time
+    # budget: 12 took 10 s a provider, the suite 35 min 24 s at e9b13b6;
+    # 8 took 6-7 s, the suite 35 min 50 s at a209ac6)
+    njobs=${BTL_OFI_FAULT_JOBS:-4}
 fi
 inject_calls="getinfo mr_reg write read atomic send cq rmacq remote"
 # seconds a job may take to end after its rank was killed
