@@ -1597,6 +1597,39 @@ static void test_message_pieces(int T)
     free(res);
 }
 
+/* For the "atomics message" cases that count: how many ranks are on
+ * another node than T (*REMOTE, unless NULL: 1 if this rank is one);
+ * DATA[e] = (rank + 1) * (e % MOD + 1) for e < N; T's N int64 at ACC_OFF
+ * set to e * 1000 under an exclusive lock. */
+static int message_prepare(int T, int64_t *data, int n, int mod, int *remote)
+{
+    int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
+    int node_first, firsts[MAX_RANKS], count = 0;
+    MPI_Comm node;
+
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Allreduce(&tc_rank, &node_first, 1, MPI_INT, MPI_MIN, node));
+    MPI_CHECK(MPI_Comm_free(&node));
+    MPI_CHECK(MPI_Allgather(&node_first, 1, MPI_INT, firsts, 1, MPI_INT, MPI_COMM_WORLD));
+    for (int r = 0; r < tc_size; ++r) {
+        count += firsts[r] != firsts[T];
+    }
+    if (NULL != remote) {
+        *remote = firsts[tc_rank] != firsts[T];
+    }
+    for (int e = 0; e < n; ++e) {
+        data[e] = (int64_t) (tc_rank + 1) * (e % mod + 1);
+    }
+    if (tc_rank == T) {
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+        for (int e = 0; e < n; ++e) {
+            mem[e] = (int64_t) e * 1000;
+        }
+        MPI_CHECK(MPI_Win_unlock(T, win));
+    }
+    return count;
+}
+
 /* "atomics message", answers: every rank but T makes K MPI_Accumulates of
  * 3000 int64 (24,000 bytes: two pieces on tcp;ofi_rxm's 16 KiB eager
  * limit) to T, then flushes. An accumulate without a result is answered
@@ -1612,31 +1645,15 @@ static void test_message_answers(int T)
     enum { M = 3000, K = 20, SLACK = 12 };
     int64_t *data = malloc(sizeof(int64_t) * M);
     int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
-    int node_first, t_first, remote_origins = 0, firsts[MAX_RANKS];
+    int remote_origins;
     tc_counters_t before, after;
-    MPI_Comm node;
     char what[128];
 
     snprintf(what, sizeof(what), "messages: %d accumulates of %d int64 from every rank, target=%d (%s)", K, M,
              T, kind_names[wkind]);
     CHECK(NULL != data && (size_t) ACC_OFF + sizeof(int64_t) * M <= WIN_BYTES, "%s: no memory or room", what);
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Allreduce(&tc_rank, &node_first, 1, MPI_INT, MPI_MIN, node));
-    MPI_CHECK(MPI_Comm_free(&node));
-    MPI_CHECK(MPI_Allgather(&node_first, 1, MPI_INT, firsts, 1, MPI_INT, MPI_COMM_WORLD));
-    t_first = firsts[T];
-    for (int r = 0; r < tc_size; ++r) {
-        remote_origins += firsts[r] != t_first;
-    }
-    for (int e = 0; e < M; ++e) {
-        data[e] = (int64_t) (tc_rank + 1) * (e % 5 + 1);
-    }
+    remote_origins = message_prepare(T, data, M, 5, NULL);
     if (tc_rank == T) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
-        for (int e = 0; e < M; ++e) {
-            mem[e] = (int64_t) e * 1000;
-        }
-        MPI_CHECK(MPI_Win_unlock(T, win));
         tc_counters_read(&before);
     }
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -1697,33 +1714,16 @@ static void test_message_large(int T)
     enum { L = 7000 };
     int64_t *data = malloc(sizeof(int64_t) * L);
     int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
-    int node_first, t_first, remote_origins = 0, firsts[MAX_RANKS];
+    int remote_origins;
+    int remote;
     tc_counters_t before, after;
     MPI_Request req;
-    MPI_Comm node;
     char what[128];
 
     snprintf(what, sizeof(what), "messages: accumulate and raccumulate of %d int64, target=%d (%s)", L, T,
              kind_names[wkind]);
     CHECK(NULL != data && (size_t) ACC_OFF + sizeof(int64_t) * L <= WIN_BYTES, "%s: no memory or room", what);
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Allreduce(&tc_rank, &node_first, 1, MPI_INT, MPI_MIN, node));
-    MPI_CHECK(MPI_Comm_free(&node));
-    MPI_CHECK(MPI_Allgather(&node_first, 1, MPI_INT, firsts, 1, MPI_INT, MPI_COMM_WORLD));
-    t_first = firsts[T];
-    for (int r = 0; r < tc_size; ++r) {
-        remote_origins += firsts[r] != t_first;
-    }
-    for (int e = 0; e < L; ++e) {
-        data[e] = (int64_t) (tc_rank + 1) * (e % 7 + 1);
-    }
-    if (tc_rank == T) {
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
-        for (int e = 0; e < L; ++e) {
-            mem[e] = (int64_t) e * 1000;
-        }
-        MPI_CHECK(MPI_Win_unlock(T, win));
-    }
+    remote_origins = message_prepare(T, data, L, 7, &remote);
     /* counted: at T from before any origin can send to after they all
      * finished; at an origin its accumulates alone (lock_all takes the
      * leader's global lock with btl atomics) */
@@ -1765,7 +1765,7 @@ static void test_message_large(int T)
                   "expected at least %d (it reads the data of each accumulate from another node)", what, gets,
                   2 * remote_origins);
         }
-    } else if (firsts[tc_rank] != t_first && tc_have_counters) {
+    } else if (remote && tc_have_counters) {
         const unsigned long long amo = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
         CHECK(0 == amo, "%s: btl_ofi_atomic_count grew by %llu, expected 0 (no accumulate lock taken from "
                         "another node)", what, amo);
