@@ -16,6 +16,10 @@
  *               contiguous origin) into every other int64 of the data
  *               region (MPI_Type_vector(n, 1, 2)), a derived datatype
  *               osc/rdma takes in pieces; not in the default list
+ *   gacc        latency of MPI_Get_accumulate (MPI_SUM) of SIZE bytes of
+ *               int64 + flush into the data region, old values into a
+ *               buffer of the origin (latency sweep); not in the default
+ *               list
  *   fop         latency of MPI_Fetch_and_op (int64, MPI_SUM) + flush
  *   cas         latency of MPI_Compare_and_swap (int64) + flush
  *   putbw,getbw W puts (gets) of SIZE bytes in flight, then one flush;
@@ -92,6 +96,15 @@ static void step_accv(long i)
     int n = (int) (cur_size / sizeof(int64_t));
     (void) i;
     MPI_Accumulate(src, n, MPI_INT64_T, TARGET, 0, n, MPI_INT64_T, MPI_SUM, win);
+    MPI_Win_flush(TARGET, win);
+}
+
+/* gacc: the data region's old values into dst */
+static void step_gacc(long i)
+{
+    int n = (int) (cur_size / sizeof(int64_t));
+    (void) i;
+    MPI_Get_accumulate(src, n, MPI_INT64_T, dst, n, MPI_INT64_T, TARGET, 0, n, MPI_INT64_T, MPI_SUM, win);
     MPI_Win_flush(TARGET, win);
 }
 
@@ -198,7 +211,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: osc_bench [options]\n");
     bench_usage_common(stderr);
-    fprintf(stderr, "  ops: put,get,acc,accs,fop,cas,putbw,getbw (default all but accs)\n");
+    fprintf(stderr, "  ops: put,get,acc,accs,gacc,fop,cas,putbw,getbw (default all but accs and gacc)\n");
 }
 
 int main(int argc, char **argv)
@@ -318,6 +331,15 @@ int main(int argc, char **argv)
                 if (strided_target) {
                     MPI_Type_free(&strided);
                 }
+            }
+        }
+        if (bench_has(opt.ops, "gacc")) {
+            printf("# start gacc lat\n");
+            fflush(stdout);
+            nsizes = bench_sizes(&opt, opt.lat_min, opt.lat_max, sizes);
+            for (int s = 0; s < nsizes; ++s) {
+                cur_size = sizes[s] < sizeof(int64_t) ? sizeof(int64_t) : sizes[s];
+                bench_line("gacc", cur_size, "lat", measure(step_gacc) * 1e6);
             }
         }
         for (unsigned k = 0; k < sizeof(amo_ops) / sizeof(amo_ops[0]); ++k) {

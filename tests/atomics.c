@@ -1700,6 +1700,106 @@ static void test_message_answers(int T)
     free(data);
 }
 
+/* "atomics message", largest with a result: every rank but T makes an
+ * MPI_Get_accumulate (SUM) of 7000 int64 (56,000 B) to T at once, then,
+ * once all are done, an MPI_Get_accumulate with MPI_NO_OP of the same
+ * elements. To another node both are read and written back by T with btl
+ * gets and puts (osc-rdma/patches 0020): T's btl_ofi_put_count grows by
+ * at least one per rank of another node and per call, those ranks make no
+ * btl atomic. A get-accumulate is applied whole under T's accumulate
+ * lock, so the old values a rank fetched are one snapshot: element e
+ * holds e * 1000 + q * (e % 7 + 1) with the same q for every e, q the sum
+ * of (j + 1) over a set of the other origins j. The MPI_NO_OP read and T's
+ * memory hold every rank's contribution, exactly. */
+static void test_message_large_fetch(int T)
+{
+    enum { L = 7000 };
+    int64_t *data = malloc(sizeof(int64_t) * L), *res = malloc(sizeof(int64_t) * L);
+    int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
+    int64_t origins = 0, q = -1;
+    int remote_origins, remote;
+    tc_counters_t before, after;
+    char what[128];
+
+    snprintf(what, sizeof(what), "messages: get_accumulate and NO_OP read of %d int64, target=%d (%s)", L, T,
+             kind_names[wkind]);
+    CHECK(NULL != data && NULL != res && (size_t) ACC_OFF + sizeof(int64_t) * L <= WIN_BYTES,
+          "%s: no memory or room", what);
+    remote_origins = message_prepare(T, data, L, 7, &remote);
+    for (int r = 0; r < tc_size; ++r) {
+        origins += r == T ? 0 : r + 1;
+    }
+    for (int e = 0; e < L; ++e) {
+        res[e] = -1;
+    }
+    if (tc_rank == T) {
+        tc_counters_read(&before);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    if (tc_rank != T) {
+        tc_counters_read(&before);
+        MPI_CHECK(MPI_Get_accumulate(data, L, MPI_INT64_T, res, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L,
+                                     MPI_INT64_T, MPI_SUM, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        tc_counters_read(&after);
+        for (int e = 0; e < L; ++e) {
+            const int64_t added = res[e] - (int64_t) e * 1000;
+            CHECK(0 == added % (e % 7 + 1), "%s: element %d fetched %lld, not its start plus whole contributions",
+                  what, e, (long long) res[e]);
+            if (0 == e) {
+                q = added;
+            }
+            CHECK(added / (e % 7 + 1) == q, "%s: element %d fetched %lld, element 0 %lld: not one snapshot", what,
+                  e, (long long) res[e], (long long) res[0]);
+        }
+        CHECK(q >= 0 && q <= origins - (tc_rank + 1), "%s: fetched %lld times the pattern, more than the other "
+              "ranks add (%lld)", what, (long long) q, (long long) (origins - (tc_rank + 1)));
+        if (remote && tc_have_counters) {
+            const unsigned long long amo = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
+            CHECK(0 == amo, "%s: btl_ofi_atomic_count grew by %llu, expected 0 (no accumulate lock taken from "
+                            "another node)", what, amo);
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    if (tc_rank != T) {
+        MPI_CHECK(MPI_Get_accumulate(NULL, 0, MPI_INT64_T, res, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L,
+                                     MPI_INT64_T, MPI_NO_OP, win));
+        MPI_CHECK(MPI_Win_flush(T, win));
+        for (int e = 0; e < L; ++e) {
+            const int64_t want = (int64_t) e * 1000 + origins * (e % 7 + 1);
+            CHECK(res[e] == want, "%s: MPI_NO_OP read element %d as %lld, expected %lld", what, e,
+                  (long long) res[e], (long long) want);
+        }
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (tc_rank == T) {
+        tc_counters_read(&after);
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+        for (int e = 0; e < L; ++e) {
+            const int64_t want = (int64_t) e * 1000 + origins * (e % 7 + 1);
+            CHECK(mem[e] == want, "%s: element %d is %lld, expected %lld", what, e, (long long) mem[e],
+                  (long long) want);
+        }
+        MPI_CHECK(MPI_Win_unlock(T, win));
+        if (tc_have_counters) {
+            const unsigned long long puts = after.v[TC_PUT_COUNT] - before.v[TC_PUT_COUNT];
+            CHECK(puts >= 2ull * (unsigned) remote_origins, "%s: btl_ofi_put_count of the target grew by %llu, "
+                  "expected at least %d (it writes the old values of each get-accumulate from another node "
+                  "back)", what, puts, 2 * remote_origins);
+        }
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        printf("  ok %s: old values one snapshot, written back by the target, final values exact\n", what);
+    }
+    free(data);
+    free(res);
+}
+
 /* "atomics message", largest: an MPI_Accumulate and an MPI_Raccumulate
  * of L int64 (56,000 bytes: past the 32 KiB that go in pieces) from every
  * rank but T at once. The target reads each origin's data with btl gets
@@ -1795,6 +1895,8 @@ int main(int argc, char **argv)
             test_message_answers(tc_size - 1);
             test_message_large(0);
             test_message_large(tc_size - 1);
+            test_message_large_fetch(0);
+            test_message_large_fetch(tc_size - 1);
             window_close();
         }
         tc_finish();

@@ -24,7 +24,9 @@
 #                            one of 56,000 B read by its target with btl
 #                            gets (0018); 20 of 24,000 B from every rank
 #                            answered once each, not once a piece (0019:
-#                            the target's btl_ofi_send_count);
+#                            the target's btl_ofi_send_count); a
+#                            get-accumulate of 56,000 B and an MPI_NO_OP
+#                            read, written back by the target (0020);
 #                            PROG sync-message (ofi,self): sync message,
 #                            btl_ofi_global_atomics -1: PSCW's posts and
 #                            completes to another node as messages (0017);
