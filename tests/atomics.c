@@ -1630,6 +1630,50 @@ static int message_prepare(int T, int64_t *data, int n, int mod, int *remote)
     return count;
 }
 
+/* What one call of every rank but T adds to T's element e, divided by
+ * (e % MOD + 1): the sum of (r + 1) over those ranks (message_prepare's
+ * pattern). */
+static int64_t message_origins(int T)
+{
+    int64_t origins = 0;
+
+    for (int r = 0; r < tc_size; ++r) {
+        origins += r == T ? 0 : r + 1;
+    }
+    return origins;
+}
+
+/* At T: its N int64 at ACC_OFF hold e * 1000 + ADDED * (e % MOD + 1),
+ * read under a shared lock of its own window. */
+static void message_check_target(int T, int n, int mod, int64_t added, const char *what)
+{
+    const int64_t *mem = (const int64_t *) ((const char *) wbase + ACC_OFF);
+
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+    for (int e = 0; e < n; ++e) {
+        const int64_t want = (int64_t) e * 1000 + added * (e % mod + 1);
+        CHECK(mem[e] == want, "%s: element %d is %lld, expected %lld", what, e, (long long) mem[e],
+              (long long) want);
+    }
+    MPI_CHECK(MPI_Win_unlock(T, win));
+}
+
+/* The epoch the counting cases measure: T's counters read before any
+ * origin can send to it, every rank in MPI_Win_lock_all, an origin's
+ * read after that (lock_all takes the leader's global lock with btl
+ * atomics: outside its count). */
+static void message_begin(int T, tc_counters_t *before)
+{
+    if (tc_rank == T) {
+        tc_counters_read(before);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    if (tc_rank != T) {
+        tc_counters_read(before);
+    }
+}
+
 /* "atomics message", answers: every rank but T makes K MPI_Accumulates of
  * 3000 int64 (24,000 bytes: two pieces on tcp;ofi_rxm's 16 KiB eager
  * limit) to T, then flushes. An accumulate without a result is answered
@@ -1644,7 +1688,6 @@ static void test_message_answers(int T)
 {
     enum { M = 3000, K = 20, SLACK = 12 };
     int64_t *data = malloc(sizeof(int64_t) * M);
-    int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
     int remote_origins;
     tc_counters_t before, after;
     char what[128];
@@ -1653,11 +1696,7 @@ static void test_message_answers(int T)
              T, kind_names[wkind]);
     CHECK(NULL != data && (size_t) ACC_OFF + sizeof(int64_t) * M <= WIN_BYTES, "%s: no memory or room", what);
     remote_origins = message_prepare(T, data, M, 5, NULL);
-    if (tc_rank == T) {
-        tc_counters_read(&before);
-    }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Win_lock_all(0, win));
+    message_begin(T, &before);
     if (tc_rank != T) {
         for (int k = 0; k < K; ++k) {
             MPI_CHECK(MPI_Accumulate(data, M, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, M, MPI_INT64_T, MPI_SUM, win));
@@ -1667,18 +1706,8 @@ static void test_message_answers(int T)
     MPI_CHECK(MPI_Win_unlock_all(win));
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (tc_rank == T) {
-        int64_t origins = 0;
         tc_counters_read(&after);
-        for (int r = 0; r < tc_size; ++r) {
-            origins += r == T ? 0 : r + 1;
-        }
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
-        for (int e = 0; e < M; ++e) {
-            const int64_t want = (int64_t) e * 1000 + K * origins * (e % 5 + 1);
-            CHECK(mem[e] == want, "%s: element %d is %lld, expected %lld", what, e, (long long) mem[e],
-                  (long long) want);
-        }
-        MPI_CHECK(MPI_Win_unlock(T, win));
+        message_check_target(T, M, 5, K * message_origins(T), what);
         if (tc_have_counters) {
             const unsigned long long sends = after.v[TC_SEND_COUNT] - before.v[TC_SEND_COUNT];
             /* every other rank may accumulate by messages (with
@@ -1715,8 +1744,8 @@ static void test_message_large_fetch(int T)
 {
     enum { L = 7000 };
     int64_t *data = malloc(sizeof(int64_t) * L), *res = malloc(sizeof(int64_t) * L);
-    int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
-    int64_t origins = 0, q = -1;
+    const int64_t origins = message_origins(T);
+    int64_t q = -1;
     int remote_origins, remote;
     tc_counters_t before, after;
     char what[128];
@@ -1726,19 +1755,11 @@ static void test_message_large_fetch(int T)
     CHECK(NULL != data && NULL != res && (size_t) ACC_OFF + sizeof(int64_t) * L <= WIN_BYTES,
           "%s: no memory or room", what);
     remote_origins = message_prepare(T, data, L, 7, &remote);
-    for (int r = 0; r < tc_size; ++r) {
-        origins += r == T ? 0 : r + 1;
-    }
     for (int e = 0; e < L; ++e) {
         res[e] = -1;
     }
-    if (tc_rank == T) {
-        tc_counters_read(&before);
-    }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Win_lock_all(0, win));
+    message_begin(T, &before);
     if (tc_rank != T) {
-        tc_counters_read(&before);
         MPI_CHECK(MPI_Get_accumulate(data, L, MPI_INT64_T, res, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L,
                                      MPI_INT64_T, MPI_SUM, win));
         MPI_CHECK(MPI_Win_flush(T, win));
@@ -1778,13 +1799,7 @@ static void test_message_large_fetch(int T)
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (tc_rank == T) {
         tc_counters_read(&after);
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
-        for (int e = 0; e < L; ++e) {
-            const int64_t want = (int64_t) e * 1000 + origins * (e % 7 + 1);
-            CHECK(mem[e] == want, "%s: element %d is %lld, expected %lld", what, e, (long long) mem[e],
-                  (long long) want);
-        }
-        MPI_CHECK(MPI_Win_unlock(T, win));
+        message_check_target(T, L, 7, origins, what);
         if (tc_have_counters) {
             const unsigned long long puts = after.v[TC_PUT_COUNT] - before.v[TC_PUT_COUNT];
             CHECK(puts >= 2ull * (unsigned) remote_origins, "%s: btl_ofi_put_count of the target grew by %llu, "
@@ -1813,7 +1828,6 @@ static void test_message_large(int T)
 {
     enum { L = 7000 };
     int64_t *data = malloc(sizeof(int64_t) * L);
-    int64_t *mem = (int64_t *) ((char *) wbase + ACC_OFF);
     int remote_origins;
     int remote;
     tc_counters_t before, after;
@@ -1825,15 +1839,9 @@ static void test_message_large(int T)
     CHECK(NULL != data && (size_t) ACC_OFF + sizeof(int64_t) * L <= WIN_BYTES, "%s: no memory or room", what);
     remote_origins = message_prepare(T, data, L, 7, &remote);
     /* counted: at T from before any origin can send to after they all
-     * finished; at an origin its accumulates alone (lock_all takes the
-     * leader's global lock with btl atomics) */
-    if (tc_rank == T) {
-        tc_counters_read(&before);
-    }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    MPI_CHECK(MPI_Win_lock_all(0, win));
+     * finished; at an origin its accumulates alone */
+    message_begin(T, &before);
     if (tc_rank != T) {
-        tc_counters_read(&before);
         MPI_CHECK(MPI_Accumulate(data, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L, MPI_INT64_T, MPI_SUM, win));
         MPI_CHECK(MPI_Raccumulate(data, L, MPI_INT64_T, T, (MPI_Aint) ACC_OFF, L, MPI_INT64_T, MPI_SUM, win,
                                   &req));
@@ -1848,17 +1856,7 @@ static void test_message_large(int T)
         tc_counters_read(&after);
     }
     if (tc_rank == T) {
-        int64_t origins = 0;
-        for (int r = 0; r < tc_size; ++r) {
-            origins += r == T ? 0 : r + 1;
-        }
-        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
-        for (int e = 0; e < L; ++e) {
-            const int64_t want = (int64_t) e * 1000 + 2 * origins * (e % 7 + 1);
-            CHECK(mem[e] == want, "%s: element %d is %lld, expected %lld", what, e, (long long) mem[e],
-                  (long long) want);
-        }
-        MPI_CHECK(MPI_Win_unlock(T, win));
+        message_check_target(T, L, 7, 2 * message_origins(T), what);
         if (tc_have_counters) {
             const unsigned long long gets = after.v[TC_GET_COUNT] - before.v[TC_GET_COUNT];
             CHECK(gets >= 2ull * (unsigned) remote_origins, "%s: btl_ofi_get_count of the target grew by %llu, "
