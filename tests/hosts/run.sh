@@ -247,7 +247,7 @@ list_cases() {
             # in 2 of 3 runs until btl/ofi sent one-datagram messages only)
             echo "lost:$p:$m:rank"
             # a link cut under messages: tcp;ofi_rxm by default (CI time:
-            # 8 s a case; the runtime run is made only there anyway)
+            # 8 s a case)
             [[ $m == rma || $prov == "tcp;ofi_rxm" || $full == 1 ]] && echo "lost:$p:$m:cut"
             # every process of h2 killed: the runtime sees its daemon's
             # launcher exit and ends the job about 1 s later, without
