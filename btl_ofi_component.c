@@ -493,6 +493,18 @@ static void mca_btl_ofi_register_info(mca_btl_ofi_component_t *c)
                                   &c->version, OPAL_INFO_LVL_3, MCA_BASE_VAR_FLAG_DEFAULT_ONLY,
                                   MCA_BASE_VAR_SCOPE_CONSTANT);
 
+    /* read by osc-rdma/patches 0021 (MPI_Win_flush_local): a put copied
+     * before btl_put returns is complete at its origin */
+    c->put_copied_max = 0;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "put_copied_max",
+        "Puts without completion callback of at most this many bytes have their bytes copied "
+        "before btl_put returns, so that the caller may reuse its buffer at once (read-only, "
+        "set at MPI_Init: btl_ofi_put_gather_size's limit where puts are gathered, else 0). "
+        "With it osc/rdma's MPI_Win_flush_local after such puts needs no round trip",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->put_copied_max);
+
     mca_btl_ofi_selected_provider = "";
     (void) mca_btl_ofi_reg_string(
         "selected_provider",
@@ -551,6 +563,11 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             "Peers' puts that arrived in this process's memory and announced "
                             "it (btl_ofi_put_notify_size)",
                             offsetof(mca_btl_ofi_counters_t, put_notified));
+    mca_btl_ofi_reg_counter("flush_count",
+                            "Flushes asked of this btl (btl_flush: osc/rdma's MPI_Win_flush, "
+                            "unlock, fence, complete, and MPI_Win_flush_local unless only puts "
+                            "it copied came before: btl_ofi_put_copied_max)",
+                            offsetof(mca_btl_ofi_counters_t, flush_count));
 }
 
 static int mca_btl_ofi_component_register(void)
@@ -820,6 +837,17 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
         }
     }
     c->num_modules = ntaken;
+    /* the least of the modules' (0 with several rails): its buffers taken
+     * now, so that a put within it is always gathered, hence copied */
+    c->put_copied_max = SIZE_MAX;
+    for (int i = 0; i < ntaken; ++i) {
+        if (taken[i]->putv_max > 0) {
+            (void) mca_btl_ofi_putv_prepare(taken[i]);
+        }
+        if (taken[i]->putv_max < c->put_copied_max) {
+            c->put_copied_max = taken[i]->putv_max;
+        }
+    }
     c->only_context = 1 == ntaken && 1 == taken[0]->num_contexts ? taken[0]->contexts : NULL;
     free(mca_btl_ofi_selected_provider);
     mca_btl_ofi_selected_provider = strdup(taken[0]->info->fabric_attr->prov_name);

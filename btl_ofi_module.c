@@ -414,9 +414,10 @@ static inline void mca_btl_ofi_flush_wait(int found)
 int mca_btl_ofi_flush(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint)
 {
     mca_btl_ofi_context_t *only = mca_btl_ofi_component.only_context;
-    (void) btl;
     (void) endpoint;
 
+    mca_btl_ofi_add64(&mca_btl_ofi_context_get((mca_btl_ofi_module_t *) btl)->counters.flush_count,
+                      1);
     /* gathered puts and gets first: what follows waits for their answers */
     mca_btl_ofi_putv_send_all();
     mca_btl_ofi_getv_send_all();

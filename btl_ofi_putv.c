@@ -63,6 +63,27 @@ static bool mca_btl_ofi_putv_buffers(mca_btl_ofi_context_t *context)
     return true;
 }
 
+bool mca_btl_ofi_putv_prepare(mca_btl_ofi_module_t *module)
+{
+    for (int i = 0; i < module->num_contexts; ++i) {
+        mca_btl_ofi_context_t *context = module->contexts + i;
+        bool ok;
+
+        MCA_BTL_OFI_LOCK(&context->putv.lock);
+        ok = NULL != context->putv.head || mca_btl_ofi_putv_buffers(context);
+        MCA_BTL_OFI_UNLOCK(&context->putv.lock);
+        if (OPAL_UNLIKELY(!ok)) {
+            MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                                "out of memory for the buffers small puts are gathered in "
+                                "(%zu bytes per context): puts go one by one",
+                                2 * mca_btl_ofi_putv_room(module));
+            module->putv_max = 0;
+            return false;
+        }
+    }
+    return true;
+}
+
 void mca_btl_ofi_putv_fini(mca_btl_ofi_context_t *context)
 {
     free(context->putv.head);

@@ -21,6 +21,13 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
                          void *local_address, uint64_t remote_address,
                          mca_btl_base_registration_handle_t *remote_handle, size_t size);
 
+/** Take the gathering buffers of every context of MODULE now rather than
+ * at its first put, so that mca_btl_ofi_putv_add cannot fail for want of
+ * them: a put of at most putv_max bytes is then always copied before
+ * btl_put returns (btl_ofi_put_copied_max). False, with putv_max set to 0
+ * and the cause said, where they could not be had. */
+bool mca_btl_ofi_putv_prepare(mca_btl_ofi_module_t *module);
+
 /** Send what CONTEXT gathered, if anything and its gathering lock is free
  * (a thread holding it is adding a put or sending: it, or the next pass,
  * sends). The progress callback's pass. */

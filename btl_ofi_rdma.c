@@ -195,7 +195,9 @@ int mca_btl_ofi_put(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     if (OPAL_LIKELY(NULL == cbfunc && !endpoint->dead)) {
         /* small ones gathered into one message per peer (0 == putv_max
-         * where they are not); one that could not be goes on below */
+         * where they are not), hence copied: their buffers were taken at
+         * MPI_Init, so every one within the limit is (btl_ofi_put_copied_max
+         * promises it) */
         if (size <= module->putv_max
             && OPAL_SUCCESS
                    == mca_btl_ofi_putv_add(module, endpoint, local_address, remote_address,

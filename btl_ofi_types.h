@@ -139,6 +139,9 @@ typedef struct mca_btl_ofi_counters_t {
     /* peers' puts that arrived in our memory with remote completion data
      * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
     volatile int64_t put_notified;
+    /* btl_flush calls (osc/rdma's flushes, and its flush_local where a put
+     * was not copied): counted with mca_btl_ofi_add64 */
+    volatile int64_t flush_count;
     /* atomics applied to our own memory (no provider, no context lock
      * held): counted with mca_btl_ofi_add64, added to atomic_count */
     volatile int64_t atomic_local_count;
@@ -484,6 +487,7 @@ typedef struct mca_btl_ofi_component_t {
     size_t put_notify_size; /* puts from this size carry remote CQ data, 0: none */
     size_t put_gather_size; /* puts up to this size gathered into messages, 0: none */
     size_t get_gather_size; /* gets likewise */
+    size_t put_copied_max;  /* btl_ofi_put_copied_max: puts copied before btl_put returns */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

@@ -217,7 +217,7 @@ TC_FN int tc_cvar_read_string(const char *name, char *buf, size_t buflen)
     return 0;
 }
 
-/* Read an integer cvar (int, unsigned, long, size_t) into *out. Returns 0
+/* Read an integer or boolean cvar (int, unsigned, long, size_t, bool) into *out. Returns 0
  * on success, -1 if the cvar does not exist, -2 if it is of another type or
  * cannot be read. */
 TC_FN int tc_cvar_read_ull(const char *name, unsigned long long *out)
@@ -231,6 +231,7 @@ TC_FN int tc_cvar_read_ull(const char *name, unsigned long long *out)
         long l;
         unsigned long ul;
         unsigned long long ull;
+        _Bool b;
     } v;
     int rc = tc_cvar_open(name, &handle, &dtype, &count);
     if (0 != rc) {
@@ -252,6 +253,8 @@ TC_FN int tc_cvar_read_ull(const char *name, unsigned long long *out)
         *out = v.ul;
     } else if (dtype == MPI_UNSIGNED_LONG_LONG) {
         *out = v.ull;
+    } else if (dtype == MPI_C_BOOL) {
+        *out = v.b ? 1 : 0;
     } else {
         return -2;
     }
@@ -272,6 +275,7 @@ enum {
     TC_PUT_GATHERED,
     TC_GET_GATHERED,
     TC_SEND_COUNT,
+    TC_FLUSH_COUNT,
     TC_NCOUNTERS
 };
 
@@ -279,6 +283,7 @@ static const char *const tc_counter_names[TC_NCOUNTERS] = {
     "btl_ofi_put_count", "btl_ofi_get_count",    "btl_ofi_atomic_count",
     "btl_ofi_put_bytes", "btl_ofi_get_bytes",    "btl_ofi_put_notified",
     "btl_ofi_put_gathered", "btl_ofi_get_gathered", "btl_ofi_send_count",
+    "btl_ofi_flush_count",
 };
 
 typedef struct {

@@ -6,6 +6,9 @@
  *   exclusive lock protects a get-increment-put counter: exact final count);
  *   lock_all with MPI_Win_flush, MPI_Win_flush_local (the origin buffer is
  *   reusable once it returns), MPI_Win_flush_local_all, MPI_Win_flush_all;
+ *   flush_local after puts the btl copied, which needs no btl flush
+ *   (osc-rdma/patches 0021: btl_ofi_flush_count counted, buffers overwritten
+ *   at once, every byte checked at the target after one flush);
  *   and visibility to a second origin: rank 1 puts 1 MiB + 1 B into rank 0's
  *   window, flushes, tells rank 2 with a two-sided message, and rank 2 reads
  *   the region back from rank 0 and checks every byte (with 2 ranks, rank 1
@@ -479,6 +482,153 @@ static void test_flushes(void)
     free(rbuf);
 }
 
+/* ---------------- flush_local after puts the btl copied ---------------- */
+/* osc-rdma/patches 0021: after puts btl/ofi copied before btl_put returned
+ * (at most btl_ofi_put_copied_max bytes, a read-only variable; 0 where it
+ * copies none), MPI_Win_flush_local returns without a flush; after
+ * anything else it flushes. Each round every rank puts pieces of sizes
+ * around that limit into its right neighbour's window, each followed by
+ * MPI_Win_flush_local (or _all) and its buffer overwritten at once, then a
+ * get and an accumulate, each flushed locally and its buffer checked or
+ * overwritten; after one MPI_Win_flush the neighbour finds every piece and
+ * the accumulated sum exact. Where the limit is above 0 btl_ofi_flush_count
+ * must not grow over the copied puts and their local flushes, and must
+ * grow where a larger put came (a flush_local that skipped it would leave
+ * that buffer in use: the overwrite would reach the target). */
+#define FLL_CELL_OFF (CNT_OFF + 512) /* int64: the sum of the left neighbour's accumulates */
+enum { FLL_PIECES = 6 };
+
+static void fll_put(unsigned char *buf, size_t sz, size_t off, unsigned r, int right, int all)
+{
+    tc_fill(buf, tc_rank, sz, r);
+    MPI_CHECK(MPI_Put(buf, (int) sz, MPI_BYTE, right, VIS_OFF + off, (int) sz, MPI_BYTE, win));
+    count_put(right, sz);
+    if (all) {
+        MPI_CHECK(MPI_Win_flush_local_all(win));
+    } else {
+        MPI_CHECK(MPI_Win_flush_local(right, win));
+    }
+    memset(buf, 0xEE, sz); /* a flush_local that returned early lets this reach the target */
+}
+
+static void test_flush_local(void)
+{
+    enum { ROUNDS = 20, GET_SZ = 100 };
+    const int n = tc_size, right = (tc_rank + 1) % n, left = (tc_rank + n - 1) % n;
+    unsigned long long copied = 0;
+    size_t lim, sizes[FLL_PIECES], offs[FLL_PIECES], off = 0;
+    unsigned rounds_of[FLL_PIECES], own_round;
+    int64_t left_sum = 0;
+    unsigned char *buf, *rbuf;
+    tc_counters_t c0, c1;
+
+    if (0 != tc_cvar_read_ull("btl_ofi_put_copied_max", &copied)) {
+        CHECK(!tc_check_ours_enabled(), "flush_local: cvar btl_ofi_put_copied_max not found (not our btl/ofi?)");
+        copied = 0;
+    }
+    /* pieces 0-2 and 5 within the limit, 3 one byte past it, 4 twice it */
+    lim = copied > 0 ? (size_t) copied : 4096;
+    const size_t want[FLL_PIECES] = {1, 8, lim, lim + 1, 2 * lim, 24};
+    for (int i = 0; i < FLL_PIECES; ++i) {
+        sizes[i] = want[i];
+        offs[i] = off;
+        off += (want[i] + 63) & ~(size_t) 63;
+    }
+    CHECK(off <= VIS_MAX, "flush_local: pieces of %zu bytes do not fit the region (%u)", off, VIS_MAX);
+    if (0 == tc_rank) {
+        if (copied > 0) {
+            tc_say("  btl_ofi_put_copied_max %llu: local flushes after such puts need no flush", copied);
+        } else {
+            tc_say("  btl_ofi_put_copied_max 0 (puts not gathered here: several rails, a progress "
+                   "thread or emulated RMA): every MPI_Win_flush_local flushes, checked for data only");
+        }
+    }
+    buf = malloc(2 * lim + 64);
+    rbuf = malloc(GET_SZ);
+    CHECK(NULL != buf && NULL != rbuf, "flush_local: malloc");
+
+    /* our own slot, read by the left neighbour's gets; the sum cell */
+    own_round = round_no++;
+    self_lock();
+    tc_fill(wbase + SLOTS_OFF + tc_rank * SLOT, tc_rank, GET_SZ, own_round);
+    memset(wbase + FLL_CELL_OFF, 0, 8);
+    self_unlock();
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+
+    MPI_CHECK(MPI_Win_lock_all(0, win));
+    /* what came before is complete: the first local flush may be short */
+    MPI_CHECK(MPI_Win_flush_all(win));
+    for (int k = 0; k < ROUNDS; ++k) {
+        const int all = k & 1;
+        int64_t v = k + 1 + tc_rank;
+
+        /* copied puts only */
+        tc_counters_read(&c0);
+        for (int i = 0; i < FLL_PIECES; ++i) {
+            if (sizes[i] <= lim) {
+                rounds_of[i] = round_no++;
+                fll_put(buf, sizes[i], offs[i], rounds_of[i], right, all);
+            }
+        }
+        tc_counters_read(&c1);
+        if (copied > 0 && tc_have_counters && tc_check_ours_enabled()) {
+            CHECK(c1.v[TC_FLUSH_COUNT] == c0.v[TC_FLUSH_COUNT],
+                  "flush_local round %d: btl_ofi_flush_count grew by %llu over 4 puts of at most "
+                  "btl_ofi_put_copied_max (%llu) bytes and their MPI_Win_flush_local%s, expected 0",
+                  k, c1.v[TC_FLUSH_COUNT] - c0.v[TC_FLUSH_COUNT], copied, all ? "_all" : "");
+        }
+        /* larger ones: each local flush flushes */
+        for (int i = 0; i < FLL_PIECES; ++i) {
+            if (sizes[i] > lim) {
+                rounds_of[i] = round_no++;
+                tc_counters_read(&c0);
+                fll_put(buf, sizes[i], offs[i], rounds_of[i], right, all);
+                tc_counters_read(&c1);
+                if (tc_have_counters && tc_check_ours_enabled()) {
+                    CHECK(c1.v[TC_FLUSH_COUNT] > c0.v[TC_FLUSH_COUNT],
+                          "flush_local round %d: a put of %zu bytes (more than btl_ofi_put_copied_max, "
+                          "%llu) and its MPI_Win_flush_local%s asked no btl flush", k, sizes[i], copied,
+                          all ? "_all" : "");
+                }
+            }
+        }
+        /* a get: complete at the origin once the local flush returns */
+        memset(rbuf, 0, GET_SZ);
+        MPI_CHECK(MPI_Get(rbuf, GET_SZ, MPI_BYTE, right, SLOTS_OFF + right * SLOT, GET_SZ, MPI_BYTE, win));
+        count_get(right, GET_SZ);
+        MPI_CHECK(MPI_Win_flush_local(right, win));
+        tc_verify(tc_fmt("flush_local round %d: get from rank %d after MPI_Win_flush_local", k, right), rbuf,
+                  right, GET_SZ, own_round);
+        /* an accumulate: its buffer free once the local flush returns */
+        MPI_CHECK(MPI_Accumulate(&v, 1, MPI_INT64_T, right, FLL_CELL_OFF, 1, MPI_INT64_T, MPI_SUM, win));
+        MPI_CHECK(MPI_Win_flush_local(right, win));
+        v = -1000000;
+        left_sum += k + 1 + left;
+
+        /* one flush makes all of it visible to the neighbour */
+        MPI_CHECK(MPI_Win_flush(right, win));
+        notify(right, rounds_of[FLL_PIECES - 1]);
+        wait_notify(left, rounds_of[FLL_PIECES - 1]);
+        MPI_CHECK(MPI_Win_sync(win));
+        for (int i = 0; i < FLL_PIECES; ++i) {
+            tc_verify(tc_fmt("flush_local round %d: %zu bytes put by rank %d, buffer overwritten after "
+                             "MPI_Win_flush_local%s", k, sizes[i], left, all ? "_all" : ""),
+                      wbase + VIS_OFF + offs[i], left, sizes[i], rounds_of[i]);
+        }
+        int64_t got;
+        memcpy(&got, wbase + FLL_CELL_OFF, 8);
+        CHECK(got == left_sum, "flush_local round %d: accumulated sum from rank %d is %lld, expected %lld", k,
+              left, (long long) got, (long long) left_sum);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    MPI_CHECK(MPI_Win_unlock_all(win));
+    free(buf);
+    free(rbuf);
+    tc_say("  ok %d rounds: puts of 1 B-%zu B each locally flushed and overwritten, gets and accumulates "
+           "between, every byte and sum exact at the target%s", ROUNDS, 2 * lim,
+           copied > 0 ? "; no btl flush for the copied ones" : "");
+}
+
 /* ---------------- visibility to a second origin ---------------- */
 static void test_visibility(void)
 {
@@ -560,6 +710,7 @@ int main(int argc, char **argv)
         {"lock_shared", test_lock_shared},
         {"lock_exclusive", test_lock_exclusive},
         {"flushes", test_flushes},
+        {"flush_local", test_flush_local},
         {"visibility", test_visibility},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
