@@ -17,7 +17,11 @@
 #                              one result line (a FAIL shows LOG's end);
 #                              counts in $passed $failed $skipped
 #   run_logged LOG SECS CMD... run CMD (timeout SECS), command and output
-#                              appended to LOG; returns CMD's status
+#                              appended to LOG; returns CMD's status (124
+#                              after a hang, the stacks of its programs
+#                              in LOG: dump_stacks)
+#   dump_stacks LOG PID        every thread's stack of the programs under
+#                              PID appended to LOG
 #   check_result LABEL LOG RC OKNAME T0 DETAIL
 #                              PASS or FAIL for a run of RC whose program
 #                              must print "OK OKNAME"
@@ -192,14 +196,77 @@ text_only() { # file...
     done
 }
 
+# The stacks of every thread of the programs under job PID (not the shells
+# and launchers between), appended to LOG: what a hung job was waiting
+# for, read before it is killed, so that a rare hang leaves its cause.
+dump_stacks() { # log pid
+    local log=$1 p comm
+    local -a all=() queue=("$2")
+    while ((${#queue[@]})); do
+        p=${queue[0]}
+        queue=("${queue[@]:1}")
+        all+=("$p")
+        # shellcheck disable=SC2207 # pids: words
+        queue+=($(ps -o pid= --ppid "$p" 2>/dev/null))
+    done
+    for p in "${all[@]}"; do
+        comm=$(ps -o comm= -p "$p" 2>/dev/null) || continue
+        case $comm in
+        bash | sh | timeout | setsid | sleep | mpirun | orterun | orted | ssh) continue ;;
+        esac
+        echo "---- hung: stacks of pid $p ($comm) ----"
+        if command -v gdb >/dev/null 2>&1; then
+            timeout -k 5 60 gdb -p "$p" -batch -nx -ex 'thread apply all bt' </dev/null 2>&1 |
+                grep -E '^(#|Thread )'
+        else
+            echo "(no gdb: apt-get install gdb for the stacks of a hung job)"
+        fi
+    done >>"$log"
+}
+
+# A watchdog for job PID: after SECS it touches FLAG, dumps the job's stacks
+# into LOG, then TERMs the job's process group, KILLs it 20 s later.
+# Ended with TERM while the job still runs in time.
+hang_watch() { # secs pid log flag
+    local s=""
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    sleep "$1" &
+    s=$!
+    wait "$s"
+    trap - TERM
+    : >"$4"
+    echo "---- the job runs beyond its ${1}s: taken to be hung ----" >>"$3"
+    dump_stacks "$3" "$2"
+    kill -TERM -- "-$2" 2>/dev/null
+    sleep 20 &
+    s=$!
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    wait "$s"
+    kill -KILL -- "-$2" 2>/dev/null
+}
+
+# CMD in its own process group (setsid), so that a hang ends all of it; a
+# job beyond SECS returns 124 as timeout(1) would, with its stacks in LOG
 run_logged() { # log secs cmd...
-    local log=$1 secs=$2
+    local log=$1 secs=$2 job watch rc flag
     shift 2
     printf '$' >>"$log"
     printf ' %q' "$@" >>"$log"
     echo >>"$log"
-    timeout -k 20 "$secs" "$@" </dev/null >>"$log" 2>&1
-    local rc=$?
+    flag=$(mktemp)
+    rm -f "$flag"
+    setsid "$@" </dev/null >>"$log" 2>&1 &
+    job=$!
+    hang_watch "$secs" "$job" "$log" "$flag" &
+    watch=$!
+    wait "$job"
+    rc=$?
+    kill -TERM "$watch" 2>/dev/null
+    wait "$watch" 2>/dev/null
+    if [[ -e $flag ]]; then
+        rc=124
+        rm -f "$flag"
+    fi
     text_only "$log"
     return $rc
 }

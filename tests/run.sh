@@ -290,13 +290,10 @@ run_mpi_test() { # prov np test [emulated | each | locked | amo32 | intrinsic | 
         fail "$label" 0 "tests/bin/$t was not compiled"
         return
     fi
-    {
-        echo "\$ BTL_OFI_EXPECT_PROVIDER='$prov' timeout $test_timeout scripts/ofirun -np $np" \
-            "--mca btl_ofi_provider_include '$prov' ${extra[*]} tests/bin/$t ${args[*]}"
-    } >"$log"
-    BTL_OFI_EXPECT_PROVIDER=$prov timeout -k 15 "$test_timeout" \
+    : >"$log"
+    BTL_OFI_EXPECT_PROVIDER=$prov run_logged "$log" "$test_timeout" \
         "$ofirun" -np "$np" --mca btl_ofi_provider_include "$prov" "${extra[@]}" "$bindir/$t" \
-        "${args[@]}" </dev/null >>"$log" 2>&1
+        "${args[@]}"
     rc=$?
     local secs=$((SECONDS - t0))
     if ((rc == 124 || rc == 137)); then

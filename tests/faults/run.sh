@@ -273,7 +273,7 @@ death_run() { # prov mode recovery(0|1) log
     done
     if [[ -z $pid ]]; then
         D_WHY="the victim never reported its traffic running"
-        alive "$job" && kill -TERM "$job" 2>/dev/null
+        alive "$job" && dump_stacks "$log" "$job" && kill -TERM "$job" 2>/dev/null
         wait "$job"
         D_RC=$?
         return 1
