@@ -9,6 +9,7 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
+#include "btl_ofi_putv.h"
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
@@ -84,14 +85,19 @@ static bool mca_btl_ofi_op_supported(struct fid_domain *domain, mca_btl_base_ato
  * them is not assumed to be. btl_ofi_global_atomics: -1 (default) for
  * those, 0 for none, 1 for any (see its registration).
  */
+bool mca_btl_ofi_atomics_cpu(const mca_btl_ofi_module_t *module)
+{
+    return module->amo_emulated
+           || (mca_btl_ofi_provider_quirks(module->info->fabric_attr->prov_name)
+               & MCA_BTL_OFI_QUIRK_CPU_ATOMICS);
+}
+
 static bool mca_btl_ofi_global_atomics(const mca_btl_ofi_module_t *module)
 {
     if (0 <= mca_btl_ofi_component.global_atomics) {
         return 1 == mca_btl_ofi_component.global_atomics;
     }
-    return module->amo_emulated
-           || (mca_btl_ofi_provider_quirks(module->info->fabric_attr->prov_name)
-               & MCA_BTL_OFI_QUIRK_CPU_ATOMICS);
+    return mca_btl_ofi_atomics_cpu(module);
 }
 
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module)
@@ -249,6 +255,16 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
     route = mca_btl_ofi_route_op(&module, &endpoint, &context);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
         return route;
+    }
+    /* behind gathered puts to it still unanswered, so that it is applied
+     * after them (osc/rdma's unlock after puts it did not flush, 0022) */
+    if (OPAL_UNLIKELY(module->amo_ordered)) {
+        int rc_ordered = mca_btl_ofi_putv_atomic(module, context, endpoint, result, remote_address,
+                                                 result_handle, remote_handle, op, operand, compare,
+                                                 is_cswap, flags, cbfunc, cbcontext, cbdata);
+        if (OPAL_ERR_NOT_FOUND != rc_ordered) {
+            return rc_ordered;
+        }
     }
     if (module->amo_emulated) {
         return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,

@@ -16,6 +16,12 @@ BEGIN_C_DECLS
  * as messages (module->amo_emulated). */
 void mca_btl_ofi_atomics_query(mca_btl_ofi_module_t *module);
 
+/* Whether the target's processor applies every atomic of MODULE with a
+ * processor atomic (ours carried as messages, or a provider that applies
+ * them in software: MCA_BTL_OFI_QUIRK_CPU_ATOMICS), so that ours served
+ * from messages are atomic with respect to the provider's. */
+bool mca_btl_ofi_atomics_cpu(const mca_btl_ofi_module_t *module);
+
 int mca_btl_ofi_afop(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                      void *local_address, uint64_t remote_address,
                      mca_btl_base_registration_handle_t *local_handle,

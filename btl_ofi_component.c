@@ -393,7 +393,8 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         "message, which the target answers with all their bytes: a derived datatype of many "
         "small pieces (a column of a matrix, a strided ARMCI get) then costs a few messages "
         "instead of one exchange per piece; a get alone still goes as the provider's read. "
-        "Where puts are gathered (btl_ofi_put_gather_size says where), with the same cap. 0: never. "
+        "Where puts are gathered (btl_ofi_put_gather_size says where), with the same cap. 0: "
+        "never. "
         "Default 16 KiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->get_gather_size);
@@ -504,6 +505,19 @@ static void mca_btl_ofi_register_info(mca_btl_ofi_component_t *c)
         "With it osc/rdma's MPI_Win_flush_local after such puts needs no round trip",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_CONSTANT, &c->put_copied_max);
+
+    /* read by osc-rdma/patches 0022 (MPI_Win_unlock): the release of a
+     * lock may follow such puts without a flush between */
+    c->put_copied_ordered = false;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "put_copied_ordered",
+        "True when an atomic to a peer issued after puts copied before btl_put returned "
+        "(btl_ofi_put_copied_max) is applied at the peer after them, and completes after them "
+        "(read-only, set at MPI_Init: one rail, one context, atomics the target's processor "
+        "applies). With it osc/rdma's MPI_Win_unlock after such puts sends the lock's release "
+        "behind them instead of flushing first: one round trip instead of two",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->put_copied_ordered);
 
     mca_btl_ofi_selected_provider = "";
     (void) mca_btl_ofi_reg_string(
@@ -849,6 +863,12 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
         }
     }
     c->only_context = 1 == ntaken && 1 == taken[0]->num_contexts ? taken[0]->contexts : NULL;
+    /* atomics behind gathered puts: their messages and the atomic's leave
+     * one context in order, over one rail, and the target's processor
+     * applies the atomic as the provider applies the others' */
+    taken[0]->amo_ordered =
+        NULL != c->only_context && taken[0]->putv_max > 0 && mca_btl_ofi_atomics_cpu(taken[0]);
+    c->put_copied_ordered = taken[0]->amo_ordered;
     free(mca_btl_ofi_selected_provider);
     mca_btl_ofi_selected_provider = strdup(taken[0]->info->fabric_attr->prov_name);
     return modules;

@@ -63,6 +63,9 @@ void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_completio
     if (!done) {
         return;
     }
+    if (MCA_BTL_OFI_RMA_PUTV == comp->parked_kind) {
+        (void) __atomic_sub_fetch(&comp->endpoint->putv_open, 1, __ATOMIC_RELAXED);
+    }
     mca_btl_ofi_add64(&comp->context->emulated, -1);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != comp->parts_status)) {
         /* this may run on the put's or get's own path (a piece that could
@@ -520,58 +523,71 @@ int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_
     mca_btl_ofi_amo_req_t req;
     int rc;
 
-    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
-                                        local_handle, cbfunc, cbcontext, cbdata);
+    comp = mca_btl_ofi_amo_prepare(module, context, endpoint, local_address, remote_address,
+                                   local_handle, remote_handle, op, operand, compare, is_cswap,
+                                   flags, cbfunc, cbcontext, cbdata, &req);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
-    req.hdr.type = MCA_BTL_OFI_MSG_AMO_REQ;
-    req.hdr.op = (uint8_t) op;
-    req.hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
-                    | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
-    req.hdr.rail = MCA_BTL_OFI_NO_SEQ;
-    req.hdr.seq = 0;
-    req.hdr.origin = mca_btl_ofi_component.my_name;
-    req.req_id = mca_btl_ofi_emu_request_add(module, comp);
-    req.addr = remote_address;
-    req.key = mca_btl_ofi_rkey(endpoint, remote_handle);
-    req.operand = operand;
-    req.compare = compare;
-
-    mca_btl_ofi_inflight(context, endpoint, 1);
     rc = mca_btl_ofi_msg_inject(context, endpoint, &req, sizeof(req),
                                 &context->counters.atomic_count);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
-        mca_btl_ofi_inflight(context, endpoint, -1);
-        MCA_BTL_OFI_LOCK(&module->lock);
-        (void) opal_hash_table_remove_value_uint64(&module->emu_requests, req.req_id);
-        MCA_BTL_OFI_UNLOCK(&module->lock);
-        opal_free_list_return(&context->completions, &comp->super);
+        mca_btl_ofi_amo_unprepare(module, context, endpoint, comp, &req);
         return rc; /* out of resource: the caller progresses, then retries */
     }
     return OPAL_SUCCESS;
 }
 
-void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len)
+mca_btl_ofi_completion_t *mca_btl_ofi_amo_prepare(
+    mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
+    void *local_address, uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_registration_handle_t *remote_handle, mca_btl_base_atomic_op_t op,
+    uint64_t operand, uint64_t compare, bool is_cswap, int flags,
+    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
+    mca_btl_ofi_amo_req_t *req)
 {
-    mca_btl_ofi_module_t *module = context->module;
-    const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
+    mca_btl_ofi_completion_t *comp;
+
+    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
+                                        local_handle, cbfunc, cbcontext, cbdata);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        return NULL;
+    }
+    req->hdr.type = MCA_BTL_OFI_MSG_AMO_REQ;
+    req->hdr.op = (uint8_t) op;
+    req->hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
+                     | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
+    req->hdr.rail = MCA_BTL_OFI_NO_SEQ;
+    req->hdr.seq = 0;
+    req->hdr.origin = mca_btl_ofi_component.my_name;
+    req->req_id = mca_btl_ofi_emu_request_add(module, comp);
+    req->addr = remote_address;
+    req->key = mca_btl_ofi_rkey(endpoint, remote_handle);
+    req->operand = operand;
+    req->compare = compare;
+    mca_btl_ofi_inflight(context, endpoint, 1);
+    return comp;
+}
+
+void mca_btl_ofi_amo_unprepare(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                               mca_btl_base_endpoint_t *endpoint, mca_btl_ofi_completion_t *comp,
+                               const mca_btl_ofi_amo_req_t *req)
+{
+    mca_btl_ofi_inflight(context, endpoint, -1);
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_remove_value_uint64(&module->emu_requests, req->req_id);
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    opal_free_list_return(&context->completions, &comp->super);
+}
+
+void mca_btl_ofi_amo_apply_req(mca_btl_ofi_module_t *module, const mca_btl_ofi_amo_req_t *req,
+                               mca_btl_ofi_amo_resp_t *out)
+{
     bool narrow = !!(req->hdr.flags & MCA_BTL_OFI_AMO_32BIT);
     size_t width = narrow ? sizeof(uint32_t) : sizeof(uint64_t);
-    mca_btl_ofi_endpoint_t *origin, *to;
     mca_btl_ofi_amo_resp_t resp;
     mca_btl_ofi_reg_t *reg;
 
-    if (len < sizeof(*req)) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
-        return;
-    }
-    origin = mca_btl_ofi_endpoint_named(module, req->hdr.origin);
-    if (NULL == origin) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "dropped an atomic request from a process we do not know");
-        return;
-    }
     /* the key is of the rail the request was numbered on, which is not
      * this one when it was sent again after that rail's link failed
      * (MCA_BTL_OFI_NO_SEQ names no rail: this one) */
@@ -598,6 +614,26 @@ void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size
                                                req->operand, req->compare,
                                                !!(req->hdr.flags & MCA_BTL_OFI_AMO_CSWAP), narrow);
     }
+    *out = resp;
+}
+
+void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len)
+{
+    const mca_btl_ofi_amo_req_t *req = (const mca_btl_ofi_amo_req_t *) msg;
+    mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_amo_resp_t resp;
+
+    if (len < sizeof(*req)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a short atomic request");
+        return;
+    }
+    origin = mca_btl_ofi_endpoint_named(context->module, req->hdr.origin);
+    if (NULL == origin) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an atomic request from a process we do not know");
+        return;
+    }
+    mca_btl_ofi_amo_apply_req(context->module, req, &resp);
     /* over the rail that works, if this one's link to it failed */
     to = mca_btl_ofi_route(origin, &context);
     mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));

@@ -8,6 +8,7 @@
 #include "btl_ofi_context.h"
 #include "btl_ofi_completion.h"
 #include "btl_ofi_types.h"
+#include "btl_ofi_wire.h"
 
 BEGIN_C_DECLS
 
@@ -81,6 +82,24 @@ int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_
                             mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
                             bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
                             void *cbcontext, void *cbdata);
+/** The origin's half of an atomic as a message: its completion (counted
+ * in flight, registered to be answered) and its request in *REQ, to be
+ * sent; NULL when no completion can be had. Undone, if it cannot be sent,
+ * by mca_btl_ofi_amo_unprepare. */
+mca_btl_ofi_completion_t *mca_btl_ofi_amo_prepare(
+    mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
+    void *local_address, uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
+    mca_btl_base_registration_handle_t *remote_handle, mca_btl_base_atomic_op_t op,
+    uint64_t operand, uint64_t compare, bool is_cswap, int flags,
+    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
+    mca_btl_ofi_amo_req_t *req);
+void mca_btl_ofi_amo_unprepare(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                               mca_btl_base_endpoint_t *endpoint, mca_btl_ofi_completion_t *comp,
+                               const mca_btl_ofi_amo_req_t *req);
+/** The target's work for atomic request REQ: checked against the
+ * registration its key names and applied; the answer in *OUT. */
+void mca_btl_ofi_amo_apply_req(mca_btl_ofi_module_t *module, const mca_btl_ofi_amo_req_t *req,
+                               mca_btl_ofi_amo_resp_t *out);
 /** The target's side of an emulated atomic (MCA_BTL_OFI_MSG_AMO_REQ). */
 void mca_btl_ofi_amo_serve(mca_btl_ofi_context_t *context, const void *msg, size_t len);
 /** The answer to an emulated atomic of ours (MCA_BTL_OFI_MSG_AMO_RESP). */

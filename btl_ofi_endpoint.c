@@ -32,6 +32,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->live.start_time = 0;
     endpoint->posted = 0;
     endpoint->completed = 0;
+    endpoint->putv_open = 0;
     memset(&endpoint->live.host, 0, sizeof(endpoint->live.host));
     endpoint->live.seen_completed = 0;
     endpoint->live.stall_began = 0.0;

@@ -741,10 +741,15 @@ static int mca_btl_ofi_msg_refused(mca_btl_ofi_context_t *context, mca_btl_ofi_e
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len, uint64_t *count)
 {
-    ssize_t rc;
+    ssize_t rc = -FI_EAGAIN;
 
     MCA_BTL_OFI_LOCK(&context->lock);
-    rc = mca_btl_ofi_msg_post_locked(context, endpoint, msg, len);
+    /* never ahead of messages waiting in the send queue (gathered puts an
+     * atomic must follow: mca_btl_ofi_putv_ahead); refused meanwhile, the
+     * caller progresses, which posts them, and tries again */
+    if (OPAL_LIKELY(opal_list_is_empty(&context->sendq))) {
+        rc = mca_btl_ofi_msg_post_locked(context, endpoint, msg, len);
+    }
     if (OPAL_LIKELY(0 == rc) && NULL != count) {
         ++*count;
     }

@@ -141,7 +141,8 @@ bool mca_btl_ofi_msg_is_request(mca_btl_ofi_context_t *context,
 /* Send a small message of ours (injected when the provider allows, else
  * from a fragment) and, once posted, add one to *count (NULL: nothing) in
  * the same hold of the context lock. Returns OPAL_ERR_OUT_OF_RESOURCE when
- * the queue is full, OPAL_ERR_UNREACH for a peer found gone; any other
+ * the queue is full or fragments wait in the send queue (it never goes
+ * ahead of them), OPAL_ERR_UNREACH for a peer found gone; any other
  * failure is reported here. */
 int mca_btl_ofi_msg_inject(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint,
                            const void *msg, size_t len, uint64_t *count);

@@ -94,8 +94,11 @@ void mca_btl_ofi_putv_fini(mca_btl_ofi_context_t *context)
     context->putv.bytes = 0;
 }
 
-/* Send what CONTEXT gathered (something is); its gathering lock is held. */
-static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
+/* Send what CONTEXT gathered (something is), and AMO's request after the
+ * data when not NULL; its gathering lock is held. An error only when the
+ * message could not be sent (the puts then fail through their completion,
+ * the atomic is the caller's to undo). */
+static int mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context, const mca_btl_ofi_amo_req_t *amo)
 {
     mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_endpoint_t *endpoint = context->putv.to, *to;
@@ -127,7 +130,7 @@ static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
                  "the job cannot continue",
                  opal_process_info.nodename, count, OPAL_NAME_PRINT(endpoint->proc->proc_name));
         mca_btl_ofi_module_fatal(module, endpoint->proc, info);
-        return;
+        return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_completion_fill(comp, &module->super, context, endpoint, NULL, NULL, NULL, NULL,
                                 NULL);
@@ -140,13 +143,15 @@ static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
     comp->emu_left = 1; /* its one answer */
     comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
     mca_btl_ofi_inflight(context, endpoint, 1);
+    /* open until answered (mca_btl_ofi_rma_account) */
+    (void) __atomic_add_fetch(&endpoint->putv_open, 1, __ATOMIC_RELAXED);
     /* as an emulated put: out of the transmit queue's count (its message
      * is counted as a send) */
     mca_btl_ofi_add64(&context->emulated, 1);
 
     msg->hdr.type = MCA_BTL_OFI_MSG_PUTV;
     msg->hdr.op = 0;
-    msg->hdr.flags = 0;
+    msg->hdr.flags = NULL != amo ? MCA_BTL_OFI_PUTV_AMO : 0;
     msg->hdr.rail = MCA_BTL_OFI_NO_SEQ;
     msg->hdr.seq = 0;
     msg->hdr.origin = mca_btl_ofi_component.my_name;
@@ -159,14 +164,25 @@ static void mca_btl_ofi_putv_post(mca_btl_ofi_context_t *context)
     msg->key_rail = context->putv.key_rail;
     msg->pad = 0;
     to = mca_btl_ofi_route(endpoint, &via);
-    rc = mca_btl_ofi_msg_send_copy(via, to, msg,
-                                   sizeof(*msg) + count * sizeof(mca_btl_ofi_putv_piece_t),
-                                   context->putv.data, bytes);
+    {
+        const mca_btl_ofi_putv_piece_t tail[2] = {
+            {.addr = (uint64_t) (uintptr_t) context->putv.data, .len = bytes},
+            {.addr = (uint64_t) (uintptr_t) amo, .len = sizeof(*amo)}};
+
+        rc = mca_btl_ofi_msg_send_gather(via, to, msg,
+                                         sizeof(*msg) + count * sizeof(mca_btl_ofi_putv_piece_t),
+                                         tail, NULL != amo ? 2 : 1);
+    }
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         /* no answer will come: counted answered with the error, as an
          * emulated put's piece that could not be sent */
         mca_btl_ofi_rma_account(module, comp, 1, rc);
+        return rc;
     }
+    if (NULL != amo) {
+        ++context->putv.counters.atomic_count;
+    }
+    return OPAL_SUCCESS;
 }
 
 /* At a flush, one piece gathered alone: posted as the provider's own put,
@@ -244,11 +260,58 @@ void mca_btl_ofi_putv_send_all(void)
             MCA_BTL_OFI_LOCK(&context->putv.lock);
             if (0 != context->putv.count
                 && (1 != context->putv.count || !mca_btl_ofi_putv_one(context))) {
-                mca_btl_ofi_putv_post(context);
+                (void) mca_btl_ofi_putv_post(context, NULL);
             }
             MCA_BTL_OFI_UNLOCK(&context->putv.lock);
         }
     }
+}
+
+int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
+                            mca_btl_base_registration_handle_t *result_handle,
+                            mca_btl_base_registration_handle_t *remote_handle,
+                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
+                            void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_completion_t *comp;
+    mca_btl_ofi_amo_req_t req;
+    bool open;
+    int rc;
+
+    MCA_BTL_OFI_LOCK(&context->putv.lock);
+    if (0 != context->putv.count && context->putv.to == endpoint) {
+        /* the common case (a lock released after puts): in their message,
+         * one exchange for both */
+        if ((context->putv.count + 1) * sizeof(mca_btl_ofi_putv_piece_t) + context->putv.bytes
+                + sizeof(req)
+            <= mca_btl_ofi_putv_room(module)) {
+            comp = mca_btl_ofi_amo_prepare(module, context, endpoint, result, remote_address,
+                                           result_handle, remote_handle, op, operand, compare,
+                                           is_cswap, flags, cbfunc, cbcontext, cbdata, &req);
+            if (OPAL_UNLIKELY(NULL == comp)) {
+                MCA_BTL_OFI_UNLOCK(&context->putv.lock);
+                return OPAL_ERR_OUT_OF_RESOURCE;
+            }
+            rc = mca_btl_ofi_putv_post(context, &req);
+            MCA_BTL_OFI_UNLOCK(&context->putv.lock);
+            if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+                mca_btl_ofi_amo_unprepare(module, context, endpoint, comp, &req);
+            }
+            return rc;
+        }
+        (void) mca_btl_ofi_putv_post(context, NULL);
+    }
+    open = 0 < __atomic_load_n(&endpoint->putv_open, __ATOMIC_RELAXED);
+    MCA_BTL_OFI_UNLOCK(&context->putv.lock);
+    if (!open) {
+        return OPAL_ERR_NOT_FOUND; /* nothing to follow: the provider's own */
+    }
+    /* a message of its own, behind theirs */
+    return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
+                                   remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
+                                   cbcontext, cbdata);
 }
 
 void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
@@ -260,7 +323,7 @@ void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)
         return;
     }
     if (0 != context->putv.count) {
-        mca_btl_ofi_putv_post(context);
+        (void) mca_btl_ofi_putv_post(context, NULL);
     }
     MCA_BTL_OFI_UNLOCK(&context->putv.lock);
 }
@@ -282,7 +345,7 @@ int mca_btl_ofi_putv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
         && (context->putv.to != endpoint || context->putv.key != key
             || (context->putv.count + 1) * sizeof(*piece) + context->putv.bytes + size
                    > mca_btl_ofi_putv_room(module))) {
-        mca_btl_ofi_putv_post(context);
+        (void) mca_btl_ofi_putv_post(context, NULL);
     }
     if (0 == context->putv.count) {
         context->putv.to = endpoint;
@@ -351,13 +414,17 @@ void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
 {
     const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
     const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
+    const size_t extra = (req->hdr.flags & MCA_BTL_OFI_PUTV_AMO) ? sizeof(mca_btl_ofi_amo_req_t) : 0;
     mca_btl_ofi_endpoint_t *origin, *to;
+    struct {
+        mca_btl_ofi_rma_msg_t resp;
+        mca_btl_ofi_amo_resp_t amo;
+    } answer;
     mca_btl_ofi_rma_msg_t resp;
     const char *data;
 
-    if (len < sizeof(*req)
-        || (len - sizeof(*req)) / sizeof(*pieces) < req->pieces
-        || len - sizeof(*req) - req->pieces * sizeof(*pieces) != req->len) {
+    if (len < sizeof(*req) || (len - sizeof(*req)) / sizeof(*pieces) < req->pieces
+        || len - sizeof(*req) - req->pieces * sizeof(*pieces) != req->len + extra) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a malformed message of gathered puts");
         return;
     }
@@ -376,7 +443,18 @@ void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
     }
     /* over the rail that works, if this one's link to it failed */
     to = mca_btl_ofi_route(origin, &context);
-    mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    if (0 != extra) {
+        /* the atomic after them, both answered in one message */
+        mca_btl_ofi_amo_req_t amo;
+
+        memcpy(&amo, (const char *) (pieces + req->pieces) + req->len, sizeof(amo));
+        mca_btl_ofi_amo_apply_req(context->module, &amo, &answer.amo);
+        answer.resp = resp;
+        answer.resp.hdr.flags = MCA_BTL_OFI_PUTV_AMO;
+        mca_btl_ofi_msg_reply(context, to, &answer, sizeof(answer));
+    } else {
+        mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+    }
     OBJ_RELEASE(origin);
 }
 
@@ -386,7 +464,7 @@ void mca_btl_ofi_putv_answer(mca_btl_ofi_context_t *context, const void *buf, si
     mca_btl_ofi_module_t *module = mca_btl_ofi_emu_request_module(context, resp->req_id);
     mca_btl_ofi_completion_t *comp = NULL;
 
-    (void) len; /* checked by the caller */
+    (void) len; /* checked by the caller, but for the atomic's part */
     MCA_BTL_OFI_LOCK(&module->lock);
     (void) opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp);
     if (NULL != comp
@@ -398,12 +476,16 @@ void mca_btl_ofi_putv_answer(mca_btl_ofi_context_t *context, const void *buf, si
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
                             "dropped an answer to gathered puts with unknown id %" PRIu64,
                             resp->req_id);
-        return;
+    } else {
+        if (OPAL_UNLIKELY(OPAL_ERR_BAD_PARAM == resp->status)) {
+            MCA_BTL_OFI_SHOW_HELP("rma refused", "put", opal_process_info.nodename,
+                                  OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+        }
+        /* its one answer (emu_left 1): completed, or failed from progress */
+        mca_btl_ofi_rma_account(module, comp, 1, resp->status);
     }
-    if (OPAL_UNLIKELY(OPAL_ERR_BAD_PARAM == resp->status)) {
-        MCA_BTL_OFI_SHOW_HELP("rma refused", "put", opal_process_info.nodename,
-                              OPAL_NAME_PRINT(comp->endpoint->proc->proc_name));
+    /* then the atomic that followed the puts (its own id, looked up anew) */
+    if (resp->hdr.flags & MCA_BTL_OFI_PUTV_AMO) {
+        mca_btl_ofi_amo_answer(context, resp + 1, len - sizeof(*resp));
     }
-    /* its one answer (emu_left 1): completed, or failed from progress */
-    mca_btl_ofi_rma_account(module, comp, 1, resp->status);
 }

@@ -33,6 +33,21 @@ bool mca_btl_ofi_putv_prepare(mca_btl_ofi_module_t *module);
  * sends). The progress callback's pass. */
 void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context);
 
+/** An atomic to ENDPOINT on CONTEXT where module->amo_ordered: applied at
+ * the target after the puts to it gathered or still unanswered. Carried in
+ * the message of the puts CONTEXT gathered for it, when there are and it
+ * fits (one exchange for both), else as a message of its own behind them
+ * (messages of one context leave in order, the target serves them in
+ * order). OPAL_ERR_NOT_FOUND, nothing done, when no such puts are open:
+ * the caller posts it as usual. */
+int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
+                            mca_btl_base_registration_handle_t *result_handle,
+                            mca_btl_base_registration_handle_t *remote_handle,
+                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
+                            void *cbcontext, void *cbdata);
+
 /** Send what every context of every module gathered (flush, drain). */
 void mca_btl_ofi_putv_send_all(void);
 

@@ -329,6 +329,10 @@ struct mca_btl_base_endpoint_t {
      * in flight, which is allowed only when the provider keeps nothing in
      * it (no FI_CONTEXT mode: module->bare_limit) */
     mca_btl_ofi_op_t bare;
+    /* messages of gathered puts to it posted and not yet answered
+     * (btl_ofi_putv.c; atomic): an atomic to it while any is goes as a
+     * message behind them where module->amo_ordered */
+    volatile int32_t putv_open;
     mca_btl_ofi_ep_rail_t rail;
     mca_btl_ofi_ep_live_t live;
     mca_btl_ofi_ep_seq_t seq;
@@ -403,6 +407,11 @@ typedef struct mca_btl_ofi_module_t {
     /* puts without callback of at most this many bytes are gathered into
      * messages (btl_ofi_putv.c); 0: none are */
     size_t putv_max;
+    /* an atomic to a peer with gathered puts open (not yet answered) goes
+     * as a message behind them, so that it is applied after them: one
+     * context (its messages leave in order), one rail, and atomics the
+     * target's processor applies (btl_ofi_put_copied_ordered) */
+    bool amo_ordered;
     /* gets up to this size are gathered into messages (btl_ofi_getv.c),
      * 0: none are; and the batches they are gathered in */
     size_t getv_max;
@@ -482,12 +491,13 @@ typedef struct mca_btl_ofi_component_t {
     bool locking;     /* see MCA_BTL_OFI_LOCK */
     uint64_t my_name; /* this process's name as a key (mca_btl_ofi_name_key) */
 
-    int max_rails;          /* modules (one per interface) at most */
-    size_t rail_split_size; /* puts and gets from this size are split over the rails */
-    size_t put_notify_size; /* puts from this size carry remote CQ data, 0: none */
-    size_t put_gather_size; /* puts up to this size gathered into messages, 0: none */
-    size_t get_gather_size; /* gets likewise */
-    size_t put_copied_max;  /* btl_ofi_put_copied_max: puts copied before btl_put returns */
+    int max_rails;           /* modules (one per interface) at most */
+    size_t rail_split_size;  /* puts and gets from this size are split over the rails */
+    size_t put_notify_size;  /* puts from this size carry remote CQ data, 0: none */
+    size_t put_gather_size;  /* puts up to this size gathered into messages, 0: none */
+    size_t get_gather_size;  /* gets likewise */
+    size_t put_copied_max;   /* btl_ofi_put_copied_max: puts copied before btl_put returns */
+    bool put_copied_ordered; /* btl_ofi_put_copied_ordered: atomics applied after them */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

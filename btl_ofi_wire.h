@@ -46,6 +46,11 @@ typedef struct mca_btl_ofi_msg_hdr_t {
 
 #define MCA_BTL_OFI_AMO_32BIT 0x1
 #define MCA_BTL_OFI_AMO_CSWAP 0x2
+/* in a message of gathered puts: an atomic's request
+ * (mca_btl_ofi_amo_req_t) follows their data, to be applied after them;
+ * in its answer: the atomic's answer (mca_btl_ofi_amo_resp_t) follows the
+ * header */
+#define MCA_BTL_OFI_PUTV_AMO 0x4
 
 typedef struct mca_btl_ofi_amo_req_t {
     mca_btl_ofi_msg_hdr_t hdr;

@@ -9,6 +9,9 @@
  *   flush_local after puts the btl copied, which needs no btl flush
  *   (osc-rdma/patches 0021: btl_ofi_flush_count counted, buffers overwritten
  *   at once, every byte checked at the target after one flush);
+ *   unlock_ordered: an exclusive-lock counter and shared-lock puts whose
+ *   unlocks send the release behind the puts, no flush (0022: counted
+ *   across nodes);
  *   and visibility to a second origin: rank 1 puts 1 MiB + 1 B into rank 0's
  *   window, flushes, tells rank 2 with a two-sided message, and rank 2 reads
  *   the region back from rank 0 and checks every byte (with 2 ranks, rank 1
@@ -629,6 +632,135 @@ static void test_flush_local(void)
            copied > 0 ? "; no btl flush for the copied ones" : "");
 }
 
+/* ---------------- unlock behind copied puts ---------------- */
+/* osc-rdma/patches 0022: where btl/ofi says an atomic after puts it copied
+ * is applied after them (btl_ofi_put_copied_ordered), MPI_Win_unlock of a
+ * peer on another node after nothing but such puts sends the lock's
+ * release behind them and flushes nothing. Targets 0 and n-1 in turn:
+ * every rank K times takes the exclusive lock, reads the counter, flushes,
+ * writes it plus one and unlocks (the put after the flush is copied: the
+ * unlock takes the new path; a release that overtook the put would let
+ * the next holder read a stale count: the final count and the sorted
+ * values read are checked exactly); then every rank puts 40 bytes into
+ * its slot under a shared lock and unlocks, and the target checks every
+ * slot after a barrier (complete at the target when unlock returned). Over
+ * each unlock of a peer on another node that holds its own lock word (the
+ * first rank of its node) btl_ofi_flush_count must not grow where the
+ * variable is true; other peers (lock words on one node in shared memory,
+ * or with another rank of the peer's node) and a btl without it are
+ * checked for data only. */
+#define UO_CNT_OFF (CNT_OFF + 1024) /* int64 counter */
+static void test_unlock_ordered(void)
+{
+    enum { K = 60, SH_SZ = 40 };
+    const int n = tc_size;
+    unsigned long long ordered = 0;
+    int first, node_of[MAX_RANKS];
+    unsigned long long skipped = 0;
+    unsigned char buf[SH_SZ];
+    tc_counters_t c0, c1;
+    MPI_Comm node;
+
+    if (0 != tc_cvar_read_ull("btl_ofi_put_copied_ordered", &ordered)) {
+        CHECK(!tc_check_ours_enabled(), "unlock_ordered: cvar btl_ofi_put_copied_ordered not found (not our btl/ofi?)");
+        ordered = 0;
+    }
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Allreduce(&tc_rank, &first, 1, MPI_INT, MPI_MIN, node));
+    MPI_CHECK(MPI_Comm_free(&node));
+    MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD));
+    if (0 == tc_rank) {
+        tc_say("  btl_ofi_put_copied_ordered %s%s", ordered ? "true" : "false",
+               ordered ? ": unlocks of peers on other nodes after copied puts must not flush"
+                       : " (several rails or contexts, no gathering, or atomics a NIC applies): "
+                         "every unlock flushes, checked for data only");
+    }
+    for (int T = 0; T < n; T += n - 1) {
+        /* a peer on another node holding its own lock word (osc/rdma keeps a
+         * node's lock words with its first rank): puts and release reach
+         * one process */
+        const int check = ordered && node_of[T] != first && node_of[T] == T && tc_have_counters &&
+                          tc_check_ours_enabled();
+        int64_t seen[K], final = 0;
+        unsigned r = round_no++;
+
+        if (tc_rank == T) {
+            self_lock();
+            memset(wbase + UO_CNT_OFF, 0, 8);
+            memset(wbase + SLOTS_OFF, 0, (size_t) n * SLOT);
+            self_unlock();
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        for (int k = 0; k < K; ++k) {
+            int64_t v = -1;
+            MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+            MPI_CHECK(MPI_Get(&v, 1, MPI_INT64_T, T, UO_CNT_OFF, 1, MPI_INT64_T, win));
+            MPI_CHECK(MPI_Win_flush(T, win));
+            count_get(T, 8);
+            seen[k] = v;
+            v += 1;
+            MPI_CHECK(MPI_Put(&v, 1, MPI_INT64_T, T, UO_CNT_OFF, 1, MPI_INT64_T, win));
+            count_put(T, 8);
+            tc_counters_read(&c0);
+            MPI_CHECK(MPI_Win_unlock(T, win));
+            tc_counters_read(&c1);
+            if (check) {
+                CHECK(c1.v[TC_FLUSH_COUNT] == c0.v[TC_FLUSH_COUNT],
+                      "unlock_ordered: MPI_Win_unlock of rank %d (exclusive, after one copied put) "
+                      "flushed %llu time(s) with btl_ofi_put_copied_ordered true, expected 0", T,
+                      c1.v[TC_FLUSH_COUNT] - c0.v[TC_FLUSH_COUNT]);
+                ++skipped;
+            }
+        }
+        /* a shared lock: the put complete at the target when unlock returns */
+        tc_fill(buf, tc_rank, SH_SZ, r);
+        MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, T, 0, win));
+        MPI_CHECK(MPI_Put(buf, SH_SZ, MPI_BYTE, T, SLOTS_OFF + tc_rank * SLOT, SH_SZ, MPI_BYTE, win));
+        count_put(T, SH_SZ);
+        tc_counters_read(&c0);
+        MPI_CHECK(MPI_Win_unlock(T, win));
+        tc_counters_read(&c1);
+        if (check) {
+            CHECK(c1.v[TC_FLUSH_COUNT] == c0.v[TC_FLUSH_COUNT],
+                  "unlock_ordered: MPI_Win_unlock of rank %d (shared, after one copied put) flushed "
+                  "%llu time(s) with btl_ofi_put_copied_ordered true, expected 0", T,
+                  c1.v[TC_FLUSH_COUNT] - c0.v[TC_FLUSH_COUNT]);
+            ++skipped;
+        }
+        memset(buf, 0xEE, SH_SZ);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (tc_rank == T) {
+            self_lock();
+            memcpy(&final, wbase + UO_CNT_OFF, 8);
+            for (int i = 0; i < n; ++i) {
+                tc_verify(tc_fmt("unlock_ordered: %d bytes put by rank %d under a shared lock, read "
+                                 "after its unlock and a barrier", SH_SZ, i),
+                          wbase + SLOTS_OFF + i * SLOT, i, SH_SZ, r);
+            }
+            self_unlock();
+        }
+        MPI_CHECK(MPI_Bcast(&final, 1, MPI_INT64_T, T, MPI_COMM_WORLD));
+        int64_t *all = tc_rank == 0 ? malloc(sizeof(int64_t) * n * K) : NULL;
+        MPI_CHECK(MPI_Gather(seen, K, MPI_INT64_T, all, K, MPI_INT64_T, 0, MPI_COMM_WORLD));
+        if (tc_rank == 0) {
+            CHECK(final == (int64_t) n * K,
+                  "unlock_ordered: counter at rank %d is %" PRId64 ", expected %d (lost updates: a "
+                  "release overtook the put before it?)", T, final, n * K);
+            qsort(all, (size_t) n * K, sizeof(int64_t), cmp_i64);
+            for (int i = 0; i < n * K; ++i) {
+                CHECK(all[i] == i, "unlock_ordered: counter at rank %d: the values read under the "
+                      "lock are not 0..%d: sorted position %d is %" PRId64, T, n * K - 1, i, all[i]);
+            }
+            free(all);
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    unsigned long long total = 0;
+    MPI_CHECK(MPI_Reduce(&skipped, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+    tc_say("  ok unlock_ordered: counter reached %d at targets 0 and %d, shared-lock puts complete at "
+           "unlock; %llu unlock(s) checked to flush nothing", n * K, n - 1, total);
+}
+
 /* ---------------- visibility to a second origin ---------------- */
 static void test_visibility(void)
 {
@@ -711,6 +843,7 @@ int main(int argc, char **argv)
         {"lock_exclusive", test_lock_exclusive},
         {"flushes", test_flushes},
         {"flush_local", test_flush_local},
+        {"unlock_ordered", test_unlock_ordered},
         {"visibility", test_visibility},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
