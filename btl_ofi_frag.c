@@ -764,6 +764,15 @@ void mca_btl_ofi_msg_reply(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_
     mca_btl_ofi_pending_t *pending;
     ssize_t rc = -FI_EAGAIN;
 
+    if (OPAL_UNLIKELY(len > sizeof(pending->msg))) {
+        /* a reply longer than the queue keeps: a bug of ours, said, not
+         * written past its room */
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "internal error: a reply of %zu bytes, more than the %zu a reply may "
+                            "have; dropped",
+                            len, sizeof(pending->msg));
+        return;
+    }
     MCA_BTL_OFI_LOCK(&context->lock);
     /* replies already waiting go first */
     if (opal_list_is_empty(&context->pending)) {

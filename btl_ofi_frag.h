@@ -84,12 +84,14 @@ typedef struct mca_btl_ofi_pending_t {
     mca_btl_ofi_endpoint_t *endpoint;
     size_t len;
     ssize_t rc; /* what posting it gave, once taken off the list */
+    /* every reply of ours fits: an atomic's, a put's or get's, and the
+     * two in one of gathered puts that carried an atomic */
     union {
         mca_btl_ofi_amo_resp_t resp;
         mca_btl_ofi_rma_msg_t rma;
-        char bytes[sizeof(mca_btl_ofi_amo_req_t) > sizeof(mca_btl_ofi_rma_msg_t)
-                       ? sizeof(mca_btl_ofi_amo_req_t)
-                       : sizeof(mca_btl_ofi_rma_msg_t)];
+        mca_btl_ofi_amo_req_t req;
+        mca_btl_ofi_putv_amo_resp_t putv_amo;
+        char bytes[sizeof(mca_btl_ofi_putv_amo_resp_t)];
     } msg;
 } mca_btl_ofi_pending_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_pending_t);

@@ -416,10 +416,7 @@ void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
     const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
     const size_t extra = (req->hdr.flags & MCA_BTL_OFI_PUTV_AMO) ? sizeof(mca_btl_ofi_amo_req_t) : 0;
     mca_btl_ofi_endpoint_t *origin, *to;
-    struct {
-        mca_btl_ofi_rma_msg_t resp;
-        mca_btl_ofi_amo_resp_t amo;
-    } answer;
+    mca_btl_ofi_putv_amo_resp_t answer;
     mca_btl_ofi_rma_msg_t resp;
     const char *data;
 

@@ -100,6 +100,13 @@ typedef struct mca_btl_ofi_putv_piece_t {
     uint64_t len;
 } mca_btl_ofi_putv_piece_t;
 
+/* The answer to a message of gathered puts that carried an atomic
+ * (MCA_BTL_OFI_PUTV_AMO): the puts' answer, then the atomic's. */
+typedef struct mca_btl_ofi_putv_amo_resp_t {
+    mca_btl_ofi_rma_msg_t resp;
+    mca_btl_ofi_amo_resp_t amo;
+} mca_btl_ofi_putv_amo_resp_t;
+
 /* A message of gathered gets (MCA_BTL_OFI_MSG_GETV): the same header (len,
  * the bytes asked for; pieces, how many) and `pieces' descriptions as
  * above, no data. Answered by one RMA_RESP whose op is

@@ -214,7 +214,6 @@ static void test_pscw_message(void)
               "expected at least %u (a post and a complete per epoch to each peer of another node)", sends,
               ROUNDS * remote);
     }
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     tc_say("  ok %d ring epochs, posts and completes to another node as messages, no btl atomic", ROUNDS);
 }
 
@@ -320,6 +319,54 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Under an exclusive lock of T (taken here, left to the caller to
+ * release): read the int64 counter at OFF, flush, write it plus one (a put
+ * the btl copies, after the flush). Returns the value read. */
+static int64_t excl_increment(int T, int off)
+{
+    int64_t v = -1, seen;
+
+    MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
+    MPI_CHECK(MPI_Get(&v, 1, MPI_INT64_T, T, off, 1, MPI_INT64_T, win));
+    MPI_CHECK(MPI_Win_flush(T, win));
+    count_get(T, 8);
+    seen = v;
+    v += 1;
+    MPI_CHECK(MPI_Put(&v, 1, MPI_INT64_T, T, off, 1, MPI_INT64_T, win));
+    count_put(T, 8);
+    return seen;
+}
+
+/* After every rank made K increments of T's counter at OFF (the values
+ * it read in SEEN): the count is n*K and the values read, sorted, are
+ * 0..n*K-1 (collective; WHAT names the case). */
+static void excl_check(int T, int off, const int64_t *seen, int K, const char *what)
+{
+    const int n = tc_size;
+    int64_t final = 0;
+
+    if (tc_rank == T) {
+        self_lock();
+        memcpy(&final, wbase + off, 8);
+        self_unlock();
+    }
+    MPI_CHECK(MPI_Bcast(&final, 1, MPI_INT64_T, T, MPI_COMM_WORLD));
+    int64_t *all = tc_rank == 0 ? malloc(sizeof(int64_t) * n * K) : NULL;
+    MPI_CHECK(MPI_Gather(seen, K, MPI_INT64_T, all, K, MPI_INT64_T, 0, MPI_COMM_WORLD));
+    if (tc_rank == 0) {
+        CHECK(final == (int64_t) n * K,
+              "%s: counter at rank %d is %" PRId64 ", expected %d (lost updates: the exclusive "
+              "lock did not exclude, or a put/get was not complete at unlock)",
+              what, T, final, n * K);
+        qsort(all, (size_t) n * K, sizeof(int64_t), cmp_i64);
+        for (int i = 0; i < n * K; ++i) {
+            CHECK(all[i] == i, "%s: counter at rank %d: the values read under the lock are not "
+                  "0..%d: sorted position %d is %" PRId64, what, T, n * K - 1, i, all[i]);
+        }
+        free(all);
+    }
+}
+
 static void test_lock_exclusive(void)
 {
     const int n = tc_size;
@@ -332,41 +379,11 @@ static void test_lock_exclusive(void)
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         int64_t seen[K_EXCL];
         for (int k = 0; k < K_EXCL; ++k) {
-            int64_t v = -1;
-            MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
-            MPI_CHECK(MPI_Get(&v, 1, MPI_INT64_T, T, CNT_OFF, 1, MPI_INT64_T, win));
-            MPI_CHECK(MPI_Win_flush(T, win));
-            count_get(T, 8);
-            seen[k] = v;
-            v += 1;
-            MPI_CHECK(MPI_Put(&v, 1, MPI_INT64_T, T, CNT_OFF, 1, MPI_INT64_T, win));
-            count_put(T, 8);
+            seen[k] = excl_increment(T, CNT_OFF);
             MPI_CHECK(MPI_Win_unlock(T, win));
         }
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        int64_t final = 0;
-        if (tc_rank == T) {
-            self_lock();
-            memcpy(&final, wbase + CNT_OFF, 8);
-            self_unlock();
-        }
-        MPI_CHECK(MPI_Bcast(&final, 1, MPI_INT64_T, T, MPI_COMM_WORLD));
-        int64_t *all = tc_rank == 0 ? malloc(sizeof(int64_t) * n * K_EXCL) : NULL;
-        MPI_CHECK(MPI_Gather(seen, K_EXCL, MPI_INT64_T, all, K_EXCL, MPI_INT64_T, 0,
-                             MPI_COMM_WORLD));
-        if (tc_rank == 0) {
-            CHECK(final == (int64_t) n * K_EXCL,
-                  "exclusive-lock counter at rank %d is %" PRId64 ", expected %d (lost updates: "
-                  "the exclusive lock did not exclude, or a put/get was not complete at unlock)",
-                  T, final, n * K_EXCL);
-            qsort(all, n * K_EXCL, sizeof(int64_t), cmp_i64);
-            for (int i = 0; i < n * K_EXCL; ++i) {
-                CHECK(all[i] == i, "exclusive-lock counter at rank %d: the values read under the "
-                      "lock are not 0..%d: sorted position %d is %" PRId64, T, n * K_EXCL - 1, i,
-                      all[i]);
-            }
-            free(all);
-        }
+        excl_check(T, CNT_OFF, seen, K_EXCL, "exclusive-lock counter");
         if (n == 1) {
             break;
         }
@@ -681,7 +698,7 @@ static void test_unlock_ordered(void)
          * one process */
         const int check = ordered && node_of[T] != first && node_of[T] == T && tc_have_counters &&
                           tc_check_ours_enabled();
-        int64_t seen[K], final = 0;
+        int64_t seen[K];
         unsigned r = round_no++;
 
         if (tc_rank == T) {
@@ -692,15 +709,7 @@ static void test_unlock_ordered(void)
         }
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         for (int k = 0; k < K; ++k) {
-            int64_t v = -1;
-            MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, T, 0, win));
-            MPI_CHECK(MPI_Get(&v, 1, MPI_INT64_T, T, UO_CNT_OFF, 1, MPI_INT64_T, win));
-            MPI_CHECK(MPI_Win_flush(T, win));
-            count_get(T, 8);
-            seen[k] = v;
-            v += 1;
-            MPI_CHECK(MPI_Put(&v, 1, MPI_INT64_T, T, UO_CNT_OFF, 1, MPI_INT64_T, win));
-            count_put(T, 8);
+            seen[k] = excl_increment(T, UO_CNT_OFF);
             tc_counters_read(&c0);
             MPI_CHECK(MPI_Win_unlock(T, win));
             tc_counters_read(&c1);
@@ -731,7 +740,6 @@ static void test_unlock_ordered(void)
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         if (tc_rank == T) {
             self_lock();
-            memcpy(&final, wbase + UO_CNT_OFF, 8);
             for (int i = 0; i < n; ++i) {
                 tc_verify(tc_fmt("unlock_ordered: %d bytes put by rank %d under a shared lock, read "
                                  "after its unlock and a barrier", SH_SZ, i),
@@ -739,20 +747,7 @@ static void test_unlock_ordered(void)
             }
             self_unlock();
         }
-        MPI_CHECK(MPI_Bcast(&final, 1, MPI_INT64_T, T, MPI_COMM_WORLD));
-        int64_t *all = tc_rank == 0 ? malloc(sizeof(int64_t) * n * K) : NULL;
-        MPI_CHECK(MPI_Gather(seen, K, MPI_INT64_T, all, K, MPI_INT64_T, 0, MPI_COMM_WORLD));
-        if (tc_rank == 0) {
-            CHECK(final == (int64_t) n * K,
-                  "unlock_ordered: counter at rank %d is %" PRId64 ", expected %d (lost updates: a "
-                  "release overtook the put before it?)", T, final, n * K);
-            qsort(all, (size_t) n * K, sizeof(int64_t), cmp_i64);
-            for (int i = 0; i < n * K; ++i) {
-                CHECK(all[i] == i, "unlock_ordered: counter at rank %d: the values read under the "
-                      "lock are not 0..%d: sorted position %d is %" PRId64, T, n * K - 1, i, all[i]);
-            }
-            free(all);
-        }
+        excl_check(T, UO_CNT_OFF, seen, K, "unlock_ordered (a release that overtook its put?)");
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     }
     unsigned long long total = 0;
