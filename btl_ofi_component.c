@@ -519,6 +519,20 @@ static void mca_btl_ofi_register_info(mca_btl_ofi_component_t *c)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_CONSTANT, &c->put_copied_ordered);
 
+    /* read by osc-rdma/patches 0023 (MPI_Win_complete): the flag bit of
+     * an atomic it does not wait for */
+    c->atomic_unhurried_flag = 0;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "atomic_unhurried_flag",
+        "A bit of btl_atomic_op's flags saying that the caller will not wait for this atomic "
+        "soon (read-only, set at MPI_Init; 0 where it means nothing: without "
+        "btl_ofi_put_copied_ordered). An atomic carried at the end of gathered puts with it "
+        "is answered by the target with its next message to the caller, or its next progress "
+        "pass: osc/rdma's MPI_Win_complete after such puts then costs the target no message "
+        "of its own",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->atomic_unhurried_flag);
+
     mca_btl_ofi_selected_provider = "";
     (void) mca_btl_ofi_reg_string(
         "selected_provider",
@@ -573,6 +587,12 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             "Of get_count, the small gets gathered and asked for in messages of "
                             "several (btl_ofi_get_gather_size)",
                             offsetof(mca_btl_ofi_counters_t, get_gathered));
+    mca_btl_ofi_reg_counter("answer_carried",
+                            "Answers to a peer's gathered puts and the atomic after them that "
+                            "rode at the end of a message of this process to it instead of "
+                            "going alone (the peer did not wait for them: osc/rdma's "
+                            "MPI_Win_complete)",
+                            offsetof(mca_btl_ofi_counters_t, answer_carried));
     mca_btl_ofi_reg_counter("put_notified",
                             "Peers' puts that arrived in this process's memory and announced "
                             "it (btl_ofi_put_notify_size)",
@@ -869,6 +889,7 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
     taken[0]->amo_ordered =
         NULL != c->only_context && taken[0]->putv_max > 0 && mca_btl_ofi_atomics_cpu(taken[0]);
     c->put_copied_ordered = taken[0]->amo_ordered;
+    c->atomic_unhurried_flag = taken[0]->amo_ordered ? MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED : 0;
     free(mca_btl_ofi_selected_provider);
     mca_btl_ofi_selected_provider = strdup(taken[0]->info->fabric_attr->prov_name);
     return modules;

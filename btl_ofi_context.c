@@ -18,6 +18,7 @@
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_putv.h"
+#include "btl_ofi_answers.h"
 #include "btl_ofi_shmname.h"
 
 /* The context index of the calling thread, -1 until its first operation.
@@ -287,6 +288,7 @@ void mca_btl_ofi_contexts_free(mca_btl_ofi_module_t *module)
         mca_btl_ofi_context_t *context = module->contexts + i;
 
         mca_btl_ofi_putv_fini(context);
+        mca_btl_ofi_answers_fini(context);
         free(context->deferred);
         context->deferred = NULL;
         context->deferred_count = 0;

@@ -8,6 +8,7 @@
 #include "btl_ofi_liveness.h"
 #include "btl_ofi_context.h"
 #include "btl_ofi_frag.h"
+#include "btl_ofi_answers.h"
 #include "btl_ofi_rdma.h"
 #include "btl_ofi_seq.h"
 
@@ -157,7 +158,8 @@ static inline ssize_t mca_btl_ofi_frag_fi_send(mca_btl_ofi_context_t *context,
 static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
                                             mca_btl_ofi_frag_t *frag)
 {
-    size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+    const size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+    size_t wire = len;
     ssize_t rc;
 
     /* no progress from here (unlike mca_btl_ofi_context_has_room): the lock
@@ -165,13 +167,23 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
     if (OPAL_UNLIKELY(mca_btl_ofi_tx_queued(context) >= context->module->tx_limit)) {
         return -FI_EAGAIN;
     }
-    rc = mca_btl_ofi_frag_fi_send(context, frag, len);
+    /* a pml message carries the answer we hold for its peer, where it has
+     * room (btl_ofi_answers.c; one rail: no numbered copies to keep) */
+    if (OPAL_UNLIKELY(frag->endpoint->answer_held) && MCA_BTL_OFI_MSG_AM == frag->hdr->type
+        && !context->module->track) {
+        wire = mca_btl_ofi_answer_ride(context, frag->endpoint, frag->hdr, len,
+                                       context->module->msg_size, context->module->msg_size);
+    }
+    rc = mca_btl_ofi_frag_fi_send(context, frag, wire);
+    if (OPAL_UNLIKELY(wire != len)) {
+        mca_btl_ofi_answer_rode(context, frag->endpoint, frag->hdr, 0 == rc);
+    }
     if (OPAL_LIKELY(0 == rc)) {
         mca_btl_ofi_kick(context);
         /* under the lock, so its completion cannot be read before this */
         mca_btl_ofi_frag_inflight(context, frag->endpoint, frag, 1);
         context->counters.send_count++;
-        context->counters.send_bytes += len;
+        context->counters.send_bytes += wire;
     }
     return rc;
 }
@@ -258,22 +270,37 @@ int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endp
     return rc;
 }
 
-/* fi_inject of LEN bytes at BUF to TO on CONTEXT, unless fragments wait
- * in its send queue (a message goes behind them, through fi_send): 0
- * (sent and counted), -FI_EAGAIN, or the provider's error. */
-static ssize_t mca_btl_ofi_inject_in_order(mca_btl_ofi_context_t *context, const void *buf,
-                                           size_t len, fi_addr_t to)
+/* fi_inject of the pml message of LEN bytes at BUF (ROOM bytes of room)
+ * to ENDPOINT on CONTEXT, an answer we hold for it at its end where it
+ * fits (btl_ofi_answers.c), unless fragments wait in its send queue (a
+ * message goes behind them, through fi_send): 0 (sent and counted),
+ * -FI_EAGAIN, or the provider's error. */
+static ssize_t mca_btl_ofi_inject_in_order(mca_btl_ofi_context_t *context, void *buf, size_t len,
+                                           size_t room, mca_btl_ofi_endpoint_t *endpoint)
 {
     ssize_t rc = -FI_EAGAIN;
+    size_t wire = len;
 
     MCA_BTL_OFI_LOCK(&context->lock);
     if (OPAL_LIKELY(opal_list_is_empty(&context->sendq))) {
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO
-                                                       : fi_inject(context->tx, buf, len, to);
+        if (OPAL_UNLIKELY(endpoint->answer_held)) {
+            /* the receiver's buffers hold msg_size bytes */
+            wire = mca_btl_ofi_answer_ride(context, endpoint, buf, len,
+                                           room < context->module->msg_size
+                                               ? room
+                                               : context->module->msg_size,
+                                           context->module->inject_size);
+        }
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
+                 ? -FI_EIO
+                 : fi_inject(context->tx, buf, wire, endpoint->addrs[context->index]);
+        if (OPAL_UNLIKELY(wire != len)) {
+            mca_btl_ofi_answer_rode(context, endpoint, buf, 0 == rc);
+        }
     }
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
-        context->counters.send_bytes += len;
+        context->counters.send_bytes += wire;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     return rc;
@@ -296,10 +323,10 @@ static bool mca_btl_ofi_send_inject(mca_btl_base_module_t *btl, mca_btl_ofi_cont
                                     mca_btl_ofi_frag_t *frag)
 {
     size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
-    fi_addr_t to = frag->endpoint->addrs[context->index];
 
     if (len > context->module->inject_size || context->module->track
-        || 0 != mca_btl_ofi_inject_in_order(context, frag->hdr, len, to)) {
+        || 0 != mca_btl_ofi_inject_in_order(context, frag->hdr, len, context->module->msg_size,
+                                            frag->endpoint)) {
         return false;
     }
     if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
@@ -419,7 +446,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     }
 
     /* fragments waiting: -FI_EAGAIN, go behind them through send() */
-    rc = mca_btl_ofi_inject_in_order(context, buf, len, to->addrs[context->index]);
+    rc = mca_btl_ofi_inject_in_order(context, buf, len, sizeof(buf), to);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }
@@ -470,6 +497,13 @@ static void mca_btl_ofi_am_deliver(mca_btl_ofi_context_t *context, const void *b
     mca_btl_base_segment_t segment;
     mca_btl_base_descriptor_t des;
 
+    if (OPAL_UNLIKELY(hdr->flags & MCA_BTL_OFI_AM_ANSWER)) {
+        /* our answer first: the sender made it before this message */
+        len = mca_btl_ofi_answer_take(context, buf, len);
+        if (0 == len) {
+            return;
+        }
+    }
     if (OPAL_UNLIKELY(NULL == reg->cbfunc || context->module->closing)) {
         MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a message for unregistered tag %d",
                             hdr->op);

@@ -27,6 +27,7 @@
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_getv.h"
 #include "btl_ofi_putv.h"
+#include "btl_ofi_answers.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_frag.h"
 #include "btl_ofi_liveness.h"
@@ -453,6 +454,11 @@ int mca_btl_ofi_context_progress(mca_btl_ofi_context_t *context)
     }
     if (mca_btl_ofi_component.locking || OPAL_UNLIKELY(NULL != context->getv.batch)) {
         mca_btl_ofi_getv_send(context);
+    }
+    /* answers held by the last pass (btl_ofi_answers.c) that no message
+     * of ours carried meanwhile */
+    if (mca_btl_ofi_component.locking || OPAL_UNLIKELY(0 != context->held_count)) {
+        mca_btl_ofi_answers_release(context);
     }
     /* another thread is draining this context: nothing to add. Draining
      * includes running the callbacks of what it read: a thread that read

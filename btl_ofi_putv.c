@@ -28,6 +28,7 @@
 
 #include "btl_ofi.h"
 #include "btl_ofi_putv.h"
+#include "btl_ofi_answers.h"
 #include "btl_ofi_completion.h"
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
@@ -294,6 +295,10 @@ int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
                 MCA_BTL_OFI_UNLOCK(&context->putv.lock);
                 return OPAL_ERR_OUT_OF_RESOURCE;
             }
+            if (flags & MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED) {
+                /* its answer may wait for the target's next message to us */
+                req.hdr.flags |= MCA_BTL_OFI_AMO_UNHURRIED;
+            }
             rc = mca_btl_ofi_putv_post(context, &req);
             MCA_BTL_OFI_UNLOCK(&context->putv.lock);
             if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
@@ -448,7 +453,11 @@ void mca_btl_ofi_putv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
         mca_btl_ofi_amo_apply_req(context->module, &amo, &answer.amo);
         answer.resp = resp;
         answer.resp.hdr.flags = MCA_BTL_OFI_PUTV_AMO;
-        mca_btl_ofi_msg_reply(context, to, &answer, sizeof(answer));
+        if (amo.hdr.flags & MCA_BTL_OFI_AMO_UNHURRIED) {
+            mca_btl_ofi_answer_hold(context, to, &answer);
+        } else {
+            mca_btl_ofi_msg_reply(context, to, &answer, sizeof(answer));
+        }
     } else {
         mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
     }

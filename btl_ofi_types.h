@@ -30,6 +30,18 @@
 #include "opal/mca/rcache/rcache.h"
 #include "opal/threads/mutex.h"
 #include "opal/threads/threads.h"
+
+#include "btl_ofi_wire.h"
+
+/* peers a context holds an answer for at most (btl_ofi_answers.c): one
+ * more is answered at once */
+#define MCA_BTL_OFI_HELD_MAX 8
+
+/* btl_atomic_op's flags: the caller will not wait for this atomic's
+ * completion soon (osc/rdma's MPI_Win_complete), so its target may answer
+ * it with its next message to the caller (btl_ofi_atomic_unhurried_flag
+ * publishes the value; a bit the BTL 3.1 flags leave free) */
+#define MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED 0x10000
 #include "opal/util/output.h"
 #include "opal/util/show_help.h"
 
@@ -136,6 +148,9 @@ typedef struct mca_btl_ofi_counters_t {
     uint64_t put_gathered;
     /* of get_count, the gets gathered into messages (btl_ofi_getv.c) */
     uint64_t get_gathered;
+    /* answers to a peer's gathered puts that rode at the end of a message
+     * of ours to it instead of going alone (btl_ofi_answers.c) */
+    uint64_t answer_carried;
     /* peers' puts that arrived in our memory with remote completion data
      * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
     volatile int64_t put_notified;
@@ -240,6 +255,11 @@ typedef struct mca_btl_ofi_context_t {
         mca_btl_ofi_counters_t counters;
         struct mca_btl_ofi_getv_batch_t *batch; /* NULL: nothing gathered */
     } getv;
+    /* peers we hold an answer for (btl_ofi_answers.c), retained, under
+     * the lock: sent at the next progress pass unless a message of ours
+     * to the peer carried it first */
+    struct mca_btl_base_endpoint_t *held[MCA_BTL_OFI_HELD_MAX];
+    int held_count;
     struct mca_btl_ofi_module_t *module;
 } mca_btl_ofi_context_t;
 
@@ -333,6 +353,12 @@ struct mca_btl_base_endpoint_t {
      * (btl_ofi_putv.c; atomic): an atomic to it while any is goes as a
      * message behind them where module->amo_ordered */
     volatile int32_t putv_open;
+    /* an answer to its gathered puts and the atomic after them, which it
+     * does not wait for (btl_ofi_answers.c): held for our next message to
+     * it, under held_context's lock */
+    bool answer_held;
+    struct mca_btl_ofi_context_t *held_context;
+    mca_btl_ofi_putv_amo_resp_t held_answer;
     mca_btl_ofi_ep_rail_t rail;
     mca_btl_ofi_ep_live_t live;
     mca_btl_ofi_ep_seq_t seq;
@@ -498,6 +524,7 @@ typedef struct mca_btl_ofi_component_t {
     size_t get_gather_size;  /* gets likewise */
     size_t put_copied_max;   /* btl_ofi_put_copied_max: puts copied before btl_put returns */
     bool put_copied_ordered; /* btl_ofi_put_copied_ordered: atomics applied after them */
+    int atomic_unhurried_flag; /* btl_ofi_atomic_unhurried_flag (btl_ofi_answers.c) */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

@@ -51,6 +51,14 @@ typedef struct mca_btl_ofi_msg_hdr_t {
  * in its answer: the atomic's answer (mca_btl_ofi_amo_resp_t) follows the
  * header */
 #define MCA_BTL_OFI_PUTV_AMO 0x4
+/* in an atomic's request carried at the end of gathered puts: its origin
+ * does not wait for it (MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED), so the answer
+ * to both may wait for the target's next message to it or the target's
+ * next progress pass (btl_ofi_answers.c) */
+#define MCA_BTL_OFI_AMO_UNHURRIED 0x8
+/* in a pml message (MCA_BTL_OFI_MSG_AM): an answer held for its receiver
+ * (mca_btl_ofi_putv_amo_resp_t) rides at its end, after the payload */
+#define MCA_BTL_OFI_AM_ANSWER 0x1
 
 typedef struct mca_btl_ofi_amo_req_t {
     mca_btl_ofi_msg_hdr_t hdr;

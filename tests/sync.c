@@ -11,7 +11,9 @@
  *   at once, every byte checked at the target after one flush);
  *   unlock_ordered: an exclusive-lock counter and shared-lock puts whose
  *   unlocks send the release behind the puts, no flush (0022: counted
- *   across nodes);
+ *   across nodes); complete_ordered: MPI_Win_complete after a copied put
+ *   to a rank of another node, no flush, the target's answer riding on its
+ *   next post (0023: counted across nodes);
  *   and visibility to a second origin: rank 1 puts 1 MiB + 1 B into rank 0's
  *   window, flushes, tells rank 2 with a two-sided message, and rank 2 reads
  *   the region back from rank 0 and checks every byte (with 2 ranks, rank 1
@@ -159,6 +161,113 @@ static void test_pscw(void)
            n - 1);
 }
 
+/* btl_ofi_put_copied_ordered: an atomic after puts the btl copied is
+ * applied after them (osc-rdma/patches 0022, 0023 use it) */
+static int ordered_puts(void)
+{
+    unsigned long long ordered = 0;
+
+    if (0 != tc_cvar_read_ull("btl_ofi_put_copied_ordered", &ordered)) {
+        CHECK(!tc_check_ours_enabled(), "cvar btl_ofi_put_copied_ordered not found (not our btl/ofi?)");
+        return 0;
+    }
+    return ordered != 0;
+}
+
+/* the lowest rank of each rank's node, in node_of; this rank's own */
+static int nodes_of(int *node_of)
+{
+    int first;
+    MPI_Comm node;
+
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Allreduce(&tc_rank, &first, 1, MPI_INT, MPI_MIN, node));
+    MPI_CHECK(MPI_Comm_free(&node));
+    MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD));
+    return first;
+}
+
+/* complete_ordered (osc-rdma/patches 0023): MPI_Win_complete after one
+ * put the btl copied, to a target T on another node that holds its own
+ * state (the first rank of its node), must not flush: it raises T's count
+ * of completes with an atomic behind the put, which T's MPI_Win_wait sees
+ * only once the put is stored (every byte checked at T each epoch, the
+ * origin's buffer overwritten as soon as complete returns). T answers
+ * that atomic with its next message to the origin: where T's posts are
+ * messages (not btl atomics), btl_ofi_answer_carried grows at T. Rank 0
+ * is the origin, the others wait. */
+static void test_complete_ordered(void)
+{
+    enum { ROUNDS = 60, SZ = 24 };
+    const int n = tc_size, zero = 0;
+    int node_of[MAX_RANKS], T = -1;
+    unsigned long long unhurried = 0;
+    unsigned char buf[SZ];
+    tc_counters_t c0, c1;
+
+    const int ordered = ordered_puts();
+    if (0 != tc_cvar_read_ull("btl_ofi_atomic_unhurried_flag", &unhurried)) {
+        CHECK(!tc_check_ours_enabled(), "complete_ordered: cvar btl_ofi_atomic_unhurried_flag not found");
+    }
+    (void) nodes_of(node_of);
+    for (int i = 1; i < n && T < 0; ++i) {
+        if (node_of[i] == i && node_of[i] != node_of[0]) {
+            T = i;
+        }
+    }
+    if (T < 0) {
+        tc_say("  complete_ordered: no rank of another node holds its own state (one node): not run here, "
+               "the hosts runs check it");
+        return;
+    }
+    CHECK(!ordered || 0 != unhurried, "complete_ordered: btl_ofi_put_copied_ordered true but "
+          "btl_ofi_atomic_unhurried_flag 0");
+    const int check = ordered && tc_have_counters && tc_check_ours_enabled();
+    MPI_Group g0 = group_of(&zero, 1), gT = group_of(&T, 1);
+
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    tc_counters_read(&c0);
+    for (int k = 0; k < ROUNDS; ++k) {
+        unsigned r = round_no++;
+
+        if (0 == tc_rank) {
+            tc_fill(buf, 0, SZ, r);
+            MPI_CHECK(MPI_Win_start(gT, 0, win));
+            MPI_CHECK(MPI_Put(buf, SZ, MPI_BYTE, T, SLOTS_OFF, SZ, MPI_BYTE, win));
+            count_put(T, SZ);
+            MPI_CHECK(MPI_Win_complete(win));
+            memset(buf, 0xEE, SZ);
+        } else if (T == tc_rank) {
+            MPI_CHECK(MPI_Win_post(g0, 0, win));
+            MPI_CHECK(MPI_Win_wait(win));
+            tc_verify(tc_fmt("complete_ordered round %d: %d bytes put by rank 0, checked when "
+                             "MPI_Win_wait returned", k, SZ), wbase + SLOTS_OFF, 0, SZ, r);
+        }
+    }
+    tc_counters_read(&c1);
+    MPI_CHECK(MPI_Group_free(&g0));
+    MPI_CHECK(MPI_Group_free(&gT));
+    const unsigned long long flushes = c1.v[TC_FLUSH_COUNT] - c0.v[TC_FLUSH_COUNT];
+    const unsigned long long amo = c1.v[TC_ATOMIC_COUNT] - c0.v[TC_ATOMIC_COUNT];
+    const unsigned long long carried = c1.v[TC_ANSWER_CARRIED] - c0.v[TC_ANSWER_CARRIED];
+    if (check && 0 == tc_rank) {
+        CHECK(0 == flushes, "complete_ordered: %d MPI_Win_complete after one copied put to rank %d "
+              "(another node) flushed %llu time(s), expected 0 (btl_ofi_put_copied_ordered true)",
+              ROUNDS, T, flushes);
+        CHECK(ROUNDS == amo, "complete_ordered: btl_ofi_atomic_count grew by %llu over %d epochs, "
+              "expected %d (one atomic behind the put per complete)", amo, ROUNDS, ROUNDS);
+    }
+    /* T's posts as messages (its atomic count still): they carry the answers */
+    if (check && T == tc_rank && amo < ROUNDS) {
+        CHECK(carried >= ROUNDS / 2, "complete_ordered: %llu of %d answers to rank 0's completes rode "
+              "on rank %d's next post, expected at least %d (btl_ofi_answer_carried)", carried, ROUNDS,
+              T, ROUNDS / 2);
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    tc_say("  ok complete_ordered: %d epochs rank 0 -> rank %d, every byte at the target%s", ROUNDS, T,
+           check ? ", no flush in complete" : " (put_copied_ordered false: complete flushes, data only)");
+}
+
 /* "sync message": over several nodes with btl_ofi_global_atomics -1, a
  * post or complete to a rank of another node is one btl message that the
  * receiver applies to its own state (osc-rdma/patches 0017), not a btl
@@ -173,16 +282,12 @@ static void test_pscw_message(void)
 {
     enum { ROUNDS = 50, SZ = 8 };
     const int n = tc_size, right = (tc_rank + 1) % n, left = (tc_rank + n - 1) % n;
-    int first, node_of[MAX_RANKS], nodes = 0;
+    int node_of[MAX_RANKS], nodes = 0;
     unsigned char buf[SZ];
     tc_counters_t before, after;
-    MPI_Comm node;
 
     /* a node named by its lowest rank */
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Allreduce(&tc_rank, &first, 1, MPI_INT, MPI_MIN, node));
-    MPI_CHECK(MPI_Comm_free(&node));
-    MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD));
+    const int first = nodes_of(node_of);
     for (int i = 0; i < n; ++i) {
         nodes += node_of[i] == i;
     }
@@ -208,8 +313,13 @@ static void test_pscw_message(void)
     if (tc_have_counters) {
         const unsigned long long amo = after.v[TC_ATOMIC_COUNT] - before.v[TC_ATOMIC_COUNT];
         const unsigned long long sends = after.v[TC_SEND_COUNT] - before.v[TC_SEND_COUNT];
-        CHECK(0 == amo, "pscw message: btl_ofi_atomic_count grew by %llu over %d epochs, expected 0 (each post "
-                        "and complete to another node one message)", amo, ROUNDS);
+        /* after copied puts, a complete to a rank of another node holding
+         * its own state is an atomic behind them (0023) */
+        const unsigned long long behind =
+            ordered_puts() && node_of[right] != first && node_of[right] == right ? ROUNDS : 0;
+        CHECK(behind == amo, "pscw message: btl_ofi_atomic_count grew by %llu over %d epochs, expected %llu "
+                             "(each post and complete to another node one message, but a complete behind "
+                             "copied puts to a rank holding its own state: an atomic)", amo, ROUNDS, behind);
         CHECK(sends >= (unsigned long long) ROUNDS * remote, "pscw message: btl_ofi_send_count grew by %llu, "
               "expected at least %u (a post and a complete per epoch to each peer of another node)", sends,
               ROUNDS * remote);
@@ -671,21 +781,13 @@ static void test_unlock_ordered(void)
 {
     enum { K = 60, SH_SZ = 40 };
     const int n = tc_size;
-    unsigned long long ordered = 0;
-    int first, node_of[MAX_RANKS];
+    int node_of[MAX_RANKS];
     unsigned long long skipped = 0;
     unsigned char buf[SH_SZ];
     tc_counters_t c0, c1;
-    MPI_Comm node;
 
-    if (0 != tc_cvar_read_ull("btl_ofi_put_copied_ordered", &ordered)) {
-        CHECK(!tc_check_ours_enabled(), "unlock_ordered: cvar btl_ofi_put_copied_ordered not found (not our btl/ofi?)");
-        ordered = 0;
-    }
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-    MPI_CHECK(MPI_Allreduce(&tc_rank, &first, 1, MPI_INT, MPI_MIN, node));
-    MPI_CHECK(MPI_Comm_free(&node));
-    MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, node_of, 1, MPI_INT, MPI_COMM_WORLD));
+    const int ordered = ordered_puts();
+    const int first = nodes_of(node_of);
     if (0 == tc_rank) {
         tc_say("  btl_ofi_put_copied_ordered %s%s", ordered ? "true" : "false",
                ordered ? ": unlocks of peers on other nodes after copied puts must not flush"
@@ -834,6 +936,7 @@ int main(int argc, char **argv)
         {"pscw", test_pscw},
         {"pscw_split", test_pscw_split},
         {"pscw_message", message_mode ? test_pscw_message : NULL},
+        {"complete_ordered", test_complete_ordered},
         {"lock_shared", test_lock_shared},
         {"lock_exclusive", test_lock_exclusive},
         {"flushes", test_flushes},
