@@ -270,37 +270,22 @@ int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endp
     return rc;
 }
 
-/* fi_inject of the pml message of LEN bytes at BUF (ROOM bytes of room)
- * to ENDPOINT on CONTEXT, an answer we hold for it at its end where it
- * fits (btl_ofi_answers.c), unless fragments wait in its send queue (a
- * message goes behind them, through fi_send): 0 (sent and counted),
- * -FI_EAGAIN, or the provider's error. */
-static ssize_t mca_btl_ofi_inject_in_order(mca_btl_ofi_context_t *context, void *buf, size_t len,
-                                           size_t room, mca_btl_ofi_endpoint_t *endpoint)
+/* fi_inject of LEN bytes at BUF to TO on CONTEXT, unless fragments wait
+ * in its send queue (a message goes behind them, through fi_send): 0
+ * (sent and counted), -FI_EAGAIN, or the provider's error. */
+static ssize_t mca_btl_ofi_inject_in_order(mca_btl_ofi_context_t *context, const void *buf,
+                                           size_t len, fi_addr_t to)
 {
     ssize_t rc = -FI_EAGAIN;
-    size_t wire = len;
 
     MCA_BTL_OFI_LOCK(&context->lock);
     if (OPAL_LIKELY(opal_list_is_empty(&context->sendq))) {
-        if (OPAL_UNLIKELY(endpoint->answer_held)) {
-            /* the receiver's buffers hold msg_size bytes */
-            wire = mca_btl_ofi_answer_ride(context, endpoint, buf, len,
-                                           room < context->module->msg_size
-                                               ? room
-                                               : context->module->msg_size,
-                                           context->module->inject_size);
-        }
-        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
-                 ? -FI_EIO
-                 : fi_inject(context->tx, buf, wire, endpoint->addrs[context->index]);
-        if (OPAL_UNLIKELY(wire != len)) {
-            mca_btl_ofi_answer_rode(context, endpoint, buf, 0 == rc);
-        }
+        rc = MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND) ? -FI_EIO
+                                                       : fi_inject(context->tx, buf, len, to);
     }
     if (OPAL_LIKELY(0 == rc)) {
         context->counters.send_count++;
-        context->counters.send_bytes += wire;
+        context->counters.send_bytes += len;
     }
     MCA_BTL_OFI_UNLOCK(&context->lock);
     return rc;
@@ -323,10 +308,12 @@ static bool mca_btl_ofi_send_inject(mca_btl_base_module_t *btl, mca_btl_ofi_cont
                                     mca_btl_ofi_frag_t *frag)
 {
     size_t len = sizeof(*frag->hdr) + frag->segment.seg_len;
+    fi_addr_t to = frag->endpoint->addrs[context->index];
 
+    /* an answer held for the peer rides on fi_send's path (frag_post) */
     if (len > context->module->inject_size || context->module->track
-        || 0 != mca_btl_ofi_inject_in_order(context, frag->hdr, len, context->module->msg_size,
-                                            frag->endpoint)) {
+        || OPAL_UNLIKELY(__atomic_load_n(&frag->endpoint->answer_held, __ATOMIC_RELAXED))
+        || 0 != mca_btl_ofi_inject_in_order(context, frag->hdr, len, to)) {
         return false;
     }
     if (frag->base.des_flags & MCA_BTL_DES_FLAGS_BTL_OWNERSHIP) {
@@ -446,7 +433,7 @@ int mca_btl_ofi_sendi(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpo
     }
 
     /* fragments waiting: -FI_EAGAIN, go behind them through send() */
-    rc = mca_btl_ofi_inject_in_order(context, buf, len, sizeof(buf), to);
+    rc = mca_btl_ofi_inject_in_order(context, buf, len, to->addrs[context->index]);
     if (OPAL_LIKELY(0 == rc)) {
         return OPAL_SUCCESS;
     }

@@ -590,6 +590,9 @@ static void mca_btl_ofi_progress_thread_serve(mca_btl_ofi_context_t *context)
     int batch = mca_btl_ofi_component.num_cq_read, nserve = 0;
     ssize_t count;
 
+    /* answers held by its last pass (or the MPI thread's), as progress
+     * does: a busy MPI thread must not keep them (btl_ofi_answers.c) */
+    mca_btl_ofi_answers_release(context);
     if (0 != opal_mutex_trylock(&context->lock)) {
         return;
     }
