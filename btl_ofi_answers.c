@@ -109,8 +109,8 @@ size_t mca_btl_ofi_answer_ride(mca_btl_ofi_context_t *context, mca_btl_ofi_endpo
     return wire;
 }
 
-void mca_btl_ofi_answer_rode(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to,
-                             void *msg, bool sent)
+void mca_btl_ofi_answer_rode(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to, void *msg,
+                             bool sent)
 {
     if (sent) {
         /* still on the context's list: the next pass drops its reference */

@@ -32,8 +32,8 @@ size_t mca_btl_ofi_answer_ride(mca_btl_ofi_context_t *context, mca_btl_ofi_endpo
 
 /** ... and after it was posted (SENT) or not: the answer is gone, or
  * stays held and MSG is as it was. CONTEXT's lock still held. */
-void mca_btl_ofi_answer_rode(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to,
-                             void *msg, bool sent);
+void mca_btl_ofi_answer_rode(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to, void *msg,
+                             bool sent);
 
 /** The receiver of a pml message of LEN bytes at MSG carrying an answer
  * (MCA_BTL_OFI_AM_ANSWER): the answer taken; the message's length without

@@ -517,13 +517,13 @@ typedef struct mca_btl_ofi_component_t {
     bool locking;     /* see MCA_BTL_OFI_LOCK */
     uint64_t my_name; /* this process's name as a key (mca_btl_ofi_name_key) */
 
-    int max_rails;           /* modules (one per interface) at most */
-    size_t rail_split_size;  /* puts and gets from this size are split over the rails */
-    size_t put_notify_size;  /* puts from this size carry remote CQ data, 0: none */
-    size_t put_gather_size;  /* puts up to this size gathered into messages, 0: none */
-    size_t get_gather_size;  /* gets likewise */
-    size_t put_copied_max;   /* btl_ofi_put_copied_max: puts copied before btl_put returns */
-    bool put_copied_ordered; /* btl_ofi_put_copied_ordered: atomics applied after them */
+    int max_rails;             /* modules (one per interface) at most */
+    size_t rail_split_size;    /* puts and gets from this size are split over the rails */
+    size_t put_notify_size;    /* puts from this size carry remote CQ data, 0: none */
+    size_t put_gather_size;    /* puts up to this size gathered into messages, 0: none */
+    size_t get_gather_size;    /* gets likewise */
+    size_t put_copied_max;     /* btl_ofi_put_copied_max: puts copied before btl_put returns */
+    bool put_copied_ordered;   /* btl_ofi_put_copied_ordered: atomics applied after them */
     int atomic_unhurried_flag; /* btl_ofi_atomic_unhurried_flag (btl_ofi_answers.c) */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
