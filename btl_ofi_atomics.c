@@ -10,6 +10,7 @@
 #include "btl_ofi.h"
 #include "btl_ofi_atomics.h"
 #include "btl_ofi_putv.h"
+#include "btl_ofi_getv.h"
 #include "btl_ofi_emulate.h"
 #include "btl_ofi_endpoint.h"
 #include "btl_ofi_liveness.h"
@@ -256,12 +257,18 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
     if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
         return route;
     }
-    /* behind gathered puts to it still unanswered, so that it is applied
-     * after them (osc/rdma's unlock after puts it did not flush, 0022) */
+    /* behind gathered puts and gets to it still unanswered, so that it is
+     * applied after them (osc/rdma's unlock and complete without a flush,
+     * 0022-0024) */
     if (OPAL_UNLIKELY(module->amo_ordered)) {
-        int rc_ordered = mca_btl_ofi_putv_atomic(module, context, endpoint, result, remote_address,
+        int rc_ordered = mca_btl_ofi_getv_atomic(module, context, endpoint, result, remote_address,
                                                  result_handle, remote_handle, op, operand, compare,
                                                  is_cswap, flags, cbfunc, cbcontext, cbdata);
+        if (OPAL_ERR_NOT_FOUND == rc_ordered) {
+            rc_ordered = mca_btl_ofi_putv_atomic(module, context, endpoint, result, remote_address,
+                                                 result_handle, remote_handle, op, operand, compare,
+                                                 is_cswap, flags, cbfunc, cbcontext, cbdata);
+        }
         if (OPAL_ERR_NOT_FOUND != rc_ordered) {
             return rc_ordered;
         }

@@ -87,6 +87,9 @@ mca_btl_base_rdma_completion_fn_t mca_btl_ofi_rdma_owner(const mca_btl_ofi_compl
     if (mca_btl_ofi_getv_done == comp->cbfunc) {
         return mca_btl_ofi_getv_owner(comp->local_address); /* its gets' layer */
     }
+    if (mca_btl_ofi_getv_lone_done == comp->cbfunc) {
+        return mca_btl_ofi_getv_owner(comp->cbcontext); /* the batch of its one get */
+    }
     return comp->cbfunc;
 }
 

@@ -519,6 +519,19 @@ static void mca_btl_ofi_register_info(mca_btl_ofi_component_t *c)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_CONSTANT, &c->put_copied_ordered);
 
+    /* read by osc-rdma/patches 0024 (MPI_Win_unlock, MPI_Win_complete
+     * after gets): gets an atomic after them is ordered behind */
+    c->get_ordered_max = 0;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "get_ordered_max",
+        "An atomic to a peer issued after gets from it of at most this many bytes is applied "
+        "at the peer after they read, and completes after them (read-only, set at MPI_Init; 0 "
+        "where not: several rails or contexts, atomics a NIC applies, or gets not gathered). "
+        "With it osc/rdma's MPI_Win_unlock and MPI_Win_complete after such gets send the "
+        "release or complete in the gets' own message instead of waiting for them first",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_DEFAULT_ONLY, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_CONSTANT, &c->get_ordered_max);
+
     /* read by osc-rdma/patches 0023 (MPI_Win_complete): the flag bit of
      * an atomic it does not wait for */
     c->atomic_unhurried_flag = 0;
@@ -890,6 +903,7 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
         NULL != c->only_context && taken[0]->putv_max > 0 && mca_btl_ofi_atomics_cpu(taken[0]);
     c->put_copied_ordered = taken[0]->amo_ordered;
     c->atomic_unhurried_flag = taken[0]->amo_ordered ? MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED : 0;
+    c->get_ordered_max = taken[0]->amo_ordered ? taken[0]->getv_max : 0;
     free(mca_btl_ofi_selected_provider);
     mca_btl_ofi_selected_provider = strdup(taken[0]->info->fabric_attr->prov_name);
     return modules;

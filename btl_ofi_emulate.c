@@ -65,6 +65,8 @@ void mca_btl_ofi_rma_account(mca_btl_ofi_module_t *module, mca_btl_ofi_completio
     }
     if (MCA_BTL_OFI_RMA_PUTV == comp->parked_kind) {
         (void) __atomic_sub_fetch(&comp->endpoint->putv_open, 1, __ATOMIC_RELAXED);
+    } else if (MCA_BTL_OFI_RMA_GETV == comp->parked_kind) {
+        (void) __atomic_sub_fetch(&comp->endpoint->getv_open, 1, __ATOMIC_RELAXED);
     }
     mca_btl_ofi_add64(&comp->context->emulated, -1);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != comp->parts_status)) {

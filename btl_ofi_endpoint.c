@@ -33,6 +33,8 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->posted = 0;
     endpoint->completed = 0;
     endpoint->putv_open = 0;
+    endpoint->getv_open = 0;
+    endpoint->getv_lone_open = 0;
     endpoint->answer_held = false;
     endpoint->held_context = NULL;
     memset(&endpoint->live.host, 0, sizeof(endpoint->live.host));

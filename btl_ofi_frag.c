@@ -240,6 +240,16 @@ int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endp
                                 const void *head, size_t head_len,
                                 const mca_btl_ofi_putv_piece_t *pieces, uint32_t count)
 {
+    return mca_btl_ofi_msg_send_gather_tail(context, endpoint, head, head_len, pieces, count, NULL,
+                                            NULL, 0);
+}
+
+int mca_btl_ofi_msg_send_gather_tail(mca_btl_ofi_context_t *context,
+                                     mca_btl_ofi_endpoint_t *endpoint, const void *head,
+                                     size_t head_len, const mca_btl_ofi_putv_piece_t *pieces,
+                                     uint32_t count, mca_btl_ofi_msg_tail_fn_t tail, void *arg,
+                                     size_t tail_len)
+{
     mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_frag_t *frag;
     char *at;
@@ -257,6 +267,10 @@ int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endp
         /* the caller checked that they fit one message */
         memcpy(at, (const void *) (uintptr_t) pieces[i].addr, pieces[i].len);
         at += pieces[i].len;
+    }
+    if (NULL != tail) {
+        tail(arg, at);
+        at += tail_len;
     }
     assert((size_t) (at - (char *) frag->hdr) <= module->msg_size);
     frag->segment.seg_len = (size_t) (at - (char *) frag->hdr) - sizeof(*frag->hdr);

@@ -176,6 +176,16 @@ int mca_btl_ofi_msg_send_gather(mca_btl_ofi_context_t *context, mca_btl_ofi_endp
                                 const void *head, size_t head_len,
                                 const mca_btl_ofi_putv_piece_t *pieces, uint32_t count);
 
+/* The same, and then TAIL (ARG, where its TAIL_LEN bytes go) writes the
+ * end of the message once the pieces were copied: a gathered get's
+ * answer with the atomic applied after the reads. */
+typedef void (*mca_btl_ofi_msg_tail_fn_t)(void *arg, void *at);
+int mca_btl_ofi_msg_send_gather_tail(mca_btl_ofi_context_t *context,
+                                     mca_btl_ofi_endpoint_t *endpoint, const void *head,
+                                     size_t head_len, const mca_btl_ofi_putv_piece_t *pieces,
+                                     uint32_t count, mca_btl_ofi_msg_tail_fn_t tail, void *arg,
+                                     size_t tail_len);
+
 /* Retry what waits for queue room: receive buffers, then pml fragments,
  * then replies (the backlog pattern of mca_btl_ofi_backlog_rdma); called
  * from progress. */

@@ -55,23 +55,53 @@ static inline bool mca_btl_ofi_getv_fits(const mca_btl_ofi_module_t *module,
            && sizeof(mca_btl_ofi_rma_msg_t) + batch->bytes + size <= module->msg_size;
 }
 
-/* A batch of one get: posted as the provider's read, with the get's own
- * callback. False when it could not be (then it goes as a message). */
+/* A get posted as the provider's read (a batch of one) completed: its
+ * peer's count of such reads in flight goes down (an atomic to it waits
+ * for them: mca_btl_ofi_getv_atomic), then the get's own callback. */
+void mca_btl_ofi_getv_lone_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                                void *local_address,
+                                mca_btl_base_registration_handle_t *local_handle, void *context,
+                                void *cbdata, int status)
+{
+    mca_btl_ofi_getv_batch_t *batch = (mca_btl_ofi_getv_batch_t *) context;
+    const mca_btl_ofi_getv_rec_t *rec = &batch->rec[0];
+    (void) cbdata;
+
+    (void) __atomic_sub_fetch(&batch->to->getv_lone_open, 1, __ATOMIC_RELAXED);
+    if (NULL != rec->cbfunc) {
+        rec->cbfunc(btl, endpoint, local_address, local_handle, rec->cbcontext, rec->cbdata,
+                    status);
+    }
+    opal_free_list_return(&batch->module->getv_batches, &batch->super);
+}
+
+/* A batch of one get: posted as the provider's read, the batch kept until
+ * it completes (mca_btl_ofi_getv_lone_done). False when it could not be
+ * (then it goes as a message). */
 static bool mca_btl_ofi_getv_one(mca_btl_ofi_context_t *context, mca_btl_ofi_getv_batch_t *batch)
 {
     const mca_btl_ofi_getv_rec_t *rec = &batch->rec[0];
     mca_btl_ofi_completion_t *comp;
 
     comp = mca_btl_ofi_completion_alloc(&context->module->super, context, batch->to,
-                                        rec->local_address, rec->local_handle, rec->cbfunc,
-                                        rec->cbcontext, rec->cbdata);
-    return NULL != comp
-           && mca_btl_ofi_rma_start_lone(context, comp, MCA_BTL_OFI_RMA_GET, batch->wire[0].len,
-                                         batch->first_raddr, batch->key);
+                                        rec->local_address, rec->local_handle,
+                                        mca_btl_ofi_getv_lone_done, batch, NULL);
+    if (NULL == comp) {
+        return false;
+    }
+    (void) __atomic_add_fetch(&batch->to->getv_lone_open, 1, __ATOMIC_RELAXED);
+    if (!mca_btl_ofi_rma_start_lone(context, comp, MCA_BTL_OFI_RMA_GET, batch->wire[0].len,
+                                    batch->first_raddr, batch->key)) {
+        (void) __atomic_sub_fetch(&batch->to->getv_lone_open, 1, __ATOMIC_RELAXED);
+        return false;
+    }
+    return true;
 }
 
-/* Ask for CONTEXT's batch (there is one); its gathering lock is held. */
-static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
+/* Ask for CONTEXT's batch (there is one), AMO's request (or NULL) at the
+ * end of its message; its gathering lock is held. A batch of one without
+ * an atomic goes as the provider's read. */
+static int mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context, const mca_btl_ofi_amo_req_t *amo)
 {
     mca_btl_ofi_module_t *module = context->module;
     mca_btl_ofi_getv_batch_t *batch = context->getv.batch;
@@ -81,9 +111,8 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
     int rc;
 
     context->getv.batch = NULL;
-    if (1 == batch->count && mca_btl_ofi_getv_one(context, batch)) {
-        opal_free_list_return(&module->getv_batches, &batch->super);
-        return;
+    if (1 == batch->count && NULL == amo && mca_btl_ofi_getv_one(context, batch)) {
+        return OPAL_SUCCESS; /* the batch given back when the read completes */
     }
     context->getv.counters.get_count += batch->count;
     context->getv.counters.get_bytes += batch->bytes;
@@ -100,7 +129,7 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
                  opal_process_info.nodename, batch->count,
                  OPAL_NAME_PRINT(endpoint->proc->proc_name));
         mca_btl_ofi_module_fatal(module, endpoint->proc, info);
-        return;
+        return OPAL_ERR_OUT_OF_RESOURCE;
     }
     mca_btl_ofi_completion_fill(comp, &module->super, context, endpoint, batch, NULL,
                                 mca_btl_ofi_getv_done, NULL, NULL);
@@ -113,12 +142,15 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
     comp->emu_left = 1; /* its one answer */
     comp->emu_id = mca_btl_ofi_emu_request_add(module, comp);
     mca_btl_ofi_inflight(context, endpoint, 1);
+    /* open until answered (mca_btl_ofi_rma_account) */
+    (void) __atomic_add_fetch(&endpoint->getv_open, 1, __ATOMIC_RELAXED);
     /* as an emulated get: out of the transmit queue's count (its message
      * is counted as a send) */
     mca_btl_ofi_add64(&context->emulated, 1);
 
     memset(&batch->msg, 0, sizeof(batch->msg));
     batch->msg.hdr.type = MCA_BTL_OFI_MSG_GETV;
+    batch->msg.hdr.flags = NULL != amo ? MCA_BTL_OFI_PUTV_AMO : 0;
     batch->msg.hdr.rail = MCA_BTL_OFI_NO_SEQ;
     batch->msg.hdr.origin = mca_btl_ofi_component.my_name;
     batch->msg.req_id = comp->emu_id;
@@ -128,22 +160,81 @@ static void mca_btl_ofi_getv_post(mca_btl_ofi_context_t *context)
     batch->msg.key_rail = batch->key_rail;
     to = mca_btl_ofi_route(endpoint, &via);
     /* the descriptions lie right behind the header (btl_ofi_getv.h) */
-    rc = mca_btl_ofi_msg_send_copy(via, to, &batch->msg,
-                                   sizeof(batch->msg)
-                                       + batch->count * sizeof(mca_btl_ofi_putv_piece_t),
-                                   NULL, 0);
+    rc = mca_btl_ofi_msg_send_copy(
+        via, to, &batch->msg, sizeof(batch->msg) + batch->count * sizeof(mca_btl_ofi_putv_piece_t),
+        amo, NULL != amo ? sizeof(*amo) : 0);
     if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
         /* no answer will come: counted answered with the error */
         mca_btl_ofi_rma_account(module, comp, 1, rc);
     }
+    return rc;
 }
 
 /* Ask for CONTEXT's batch, if any; its gathering lock is held. */
 static void mca_btl_ofi_getv_post_any(mca_btl_ofi_context_t *context)
 {
     if (NULL != context->getv.batch) {
-        mca_btl_ofi_getv_post(context);
+        (void) mca_btl_ofi_getv_post(context, NULL);
     }
+}
+
+/* Room for an atomic at the end of BATCH: its request in the message,
+ * its answer in the answer's. */
+static inline bool mca_btl_ofi_getv_amo_fits(const mca_btl_ofi_module_t *module,
+                                             const mca_btl_ofi_getv_batch_t *batch)
+{
+    return sizeof(mca_btl_ofi_rma_msg_t) + batch->count * sizeof(mca_btl_ofi_putv_piece_t)
+                   + sizeof(mca_btl_ofi_amo_req_t)
+               <= module->msg_size
+           && sizeof(mca_btl_ofi_rma_msg_t) + batch->bytes + sizeof(mca_btl_ofi_amo_resp_t)
+                  <= module->msg_size;
+}
+
+int mca_btl_ofi_getv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
+                            mca_btl_base_registration_handle_t *result_handle,
+                            mca_btl_base_registration_handle_t *remote_handle,
+                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
+                            void *cbcontext, void *cbdata)
+{
+    mca_btl_ofi_getv_batch_t *batch;
+    mca_btl_ofi_completion_t *comp;
+    mca_btl_ofi_amo_req_t req;
+    int rc;
+
+    MCA_BTL_OFI_LOCK(&context->getv.lock);
+    batch = context->getv.batch;
+    if (NULL == batch || batch->to != endpoint) {
+        MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+        /* the provider's reads keep no order with our messages: the
+         * caller tries again after progress, once they completed */
+        if (0 < __atomic_load_n(&endpoint->getv_lone_open, __ATOMIC_RELAXED)) {
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
+        return OPAL_ERR_NOT_FOUND; /* puts' turn (mca_btl_ofi_putv_atomic) */
+    }
+    if (!mca_btl_ofi_getv_amo_fits(module, batch)) {
+        /* asked for alone: the atomic goes behind, as a message */
+        (void) mca_btl_ofi_getv_post(context, NULL);
+        MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+        return OPAL_ERR_NOT_FOUND;
+    }
+    comp = mca_btl_ofi_amo_prepare(module, context, endpoint, result, remote_address, result_handle,
+                                   remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
+                                   cbcontext, cbdata, &req);
+    if (OPAL_UNLIKELY(NULL == comp)) {
+        MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+        return OPAL_ERR_OUT_OF_RESOURCE;
+    }
+    /* puts gathered for it leave first: the atomic follows them too */
+    mca_btl_ofi_putv_send_to(context, endpoint);
+    rc = mca_btl_ofi_getv_post(context, &req);
+    MCA_BTL_OFI_UNLOCK(&context->getv.lock);
+    if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
+        mca_btl_ofi_amo_unprepare(module, context, endpoint, comp, &req);
+    }
+    return rc;
 }
 
 void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context)
@@ -189,7 +280,7 @@ int mca_btl_ofi_getv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
     if (NULL != batch
         && (batch->to != endpoint || batch->key != key
             || !mca_btl_ofi_getv_fits(module, batch, size))) {
-        mca_btl_ofi_getv_post(context);
+        (void) mca_btl_ofi_getv_post(context, NULL);
         batch = NULL;
     }
     if (NULL == batch) {
@@ -246,17 +337,43 @@ mca_btl_base_rdma_completion_fn_t mca_btl_ofi_getv_owner(const void *batch)
     return ((const mca_btl_ofi_getv_batch_t *) batch)->rec[0].cbfunc;
 }
 
+/* The atomic at the end of a message of gathered gets: applied once the
+ * gets' bytes were copied into the answer, its own answer written behind
+ * them (mca_btl_ofi_msg_send_gather_tail) */
+typedef struct {
+    mca_btl_ofi_module_t *module;
+    mca_btl_ofi_amo_req_t req;
+    mca_btl_ofi_amo_resp_t resp;
+    bool applied;
+} mca_btl_ofi_getv_amo_t;
+
+static void mca_btl_ofi_getv_amo_apply(void *arg, void *at)
+{
+    mca_btl_ofi_getv_amo_t *amo = (mca_btl_ofi_getv_amo_t *) arg;
+
+    mca_btl_ofi_amo_apply_req(amo->module, &amo->req, &amo->resp);
+    amo->applied = true;
+    if (NULL != at) {
+        memcpy(at, &amo->resp, sizeof(amo->resp));
+    }
+}
+
 void mca_btl_ofi_getv_serve(mca_btl_ofi_context_t *context, const void *buf, size_t len)
 {
     const mca_btl_ofi_rma_msg_t *req = (const mca_btl_ofi_rma_msg_t *) buf;
     const mca_btl_ofi_putv_piece_t *pieces = (const mca_btl_ofi_putv_piece_t *) (req + 1);
+    const bool with_amo = len >= sizeof(*req) && (req->hdr.flags & MCA_BTL_OFI_PUTV_AMO);
+    const size_t extra = with_amo ? sizeof(mca_btl_ofi_amo_req_t) : 0;
+    mca_btl_ofi_getv_amo_t amo = {.module = context->module, .applied = false};
     mca_btl_ofi_endpoint_t *origin, *to;
+    mca_btl_ofi_putv_amo_resp_t failed;
     mca_btl_ofi_rma_msg_t resp;
     int rc;
 
-    if (len < sizeof(*req) || (len - sizeof(*req)) / sizeof(*pieces) != req->pieces
-        || (len - sizeof(*req)) % sizeof(*pieces) != 0) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR, "dropped a malformed message of gathered gets");
+    if (len < sizeof(*req) + extra || (len - sizeof(*req) - extra) / sizeof(*pieces) != req->pieces
+        || (len - sizeof(*req) - extra) % sizeof(*pieces) != 0) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped a malformed message of gathered gets");
         return;
     }
     origin = mca_btl_ofi_pieces_check(context->module, req, pieces, MCA_RCACHE_ACCESS_REMOTE_READ,
@@ -264,14 +381,24 @@ void mca_btl_ofi_getv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
     if (NULL == origin) {
         return;
     }
+    if (with_amo) {
+        /* the atomic after the gets (an osc/rdma release or complete):
+         * copied out, it follows pieces of any number */
+        memcpy(&amo.req, (const char *) (pieces + req->pieces), sizeof(amo.req));
+        resp.hdr.flags = MCA_BTL_OFI_PUTV_AMO;
+    }
     /* the answer is one message too */
-    if (OPAL_SUCCESS == resp.status && req->len > context->module->msg_size - sizeof(resp)) {
+    if (OPAL_SUCCESS == resp.status
+        && req->len + (with_amo ? sizeof(amo.resp) : 0)
+               > context->module->msg_size - sizeof(resp)) {
         resp.status = OPAL_ERR_BAD_PARAM;
     }
     /* over the rail that works, if this one's link to it failed */
     to = mca_btl_ofi_route(origin, &context);
     if (OPAL_SUCCESS == resp.status) {
-        rc = mca_btl_ofi_msg_send_gather(context, to, &resp, sizeof(resp), pieces, req->pieces);
+        rc = mca_btl_ofi_msg_send_gather_tail(context, to, &resp, sizeof(resp), pieces, req->pieces,
+                                              with_amo ? mca_btl_ofi_getv_amo_apply : NULL, &amo,
+                                              with_amo ? sizeof(amo.resp) : 0);
         if (OPAL_UNLIKELY(OPAL_SUCCESS != rc)) {
             /* the bytes could not go: the origin's gets fail, told so */
             resp.status = rc;
@@ -279,34 +406,30 @@ void mca_btl_ofi_getv_serve(mca_btl_ofi_context_t *context, const void *buf, siz
     }
     if (OPAL_SUCCESS != resp.status) {
         resp.len = 0;
-        mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+        if (with_amo) {
+            /* the atomic is the caller's own operation: applied (once)
+             * and answered even where the gets failed */
+            if (!amo.applied) {
+                mca_btl_ofi_getv_amo_apply(&amo, NULL);
+            }
+            failed.resp = resp;
+            failed.amo = amo.resp;
+            mca_btl_ofi_msg_reply(context, to, &failed, sizeof(failed));
+        } else {
+            mca_btl_ofi_msg_reply(context, to, &resp, sizeof(resp));
+        }
     }
     OBJ_RELEASE(origin);
 }
 
-void mca_btl_ofi_getv_answer(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+/* The gets of COMP answered by RESP: their bytes to their places, then
+ * the accounting that runs their callbacks. */
+static void mca_btl_ofi_getv_answered(mca_btl_ofi_module_t *module, mca_btl_ofi_completion_t *comp,
+                                      const mca_btl_ofi_rma_msg_t *resp)
 {
-    const mca_btl_ofi_rma_msg_t *resp = (const mca_btl_ofi_rma_msg_t *) buf;
-    mca_btl_ofi_module_t *module = mca_btl_ofi_emu_request_module(context, resp->req_id);
-    mca_btl_ofi_completion_t *comp = NULL;
     mca_btl_ofi_getv_batch_t *batch;
     const char *data;
 
-    MCA_BTL_OFI_LOCK(&module->lock);
-    (void) opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp);
-    if (NULL != comp
-        && (MCA_BTL_OFI_RMA_GETV != comp->parked_kind
-            || (OPAL_SUCCESS == resp->status
-                && (resp->len != comp->parked_size || len - sizeof(*resp) != resp->len)))) {
-        comp = NULL;
-    }
-    MCA_BTL_OFI_UNLOCK(&module->lock);
-    if (NULL == comp) {
-        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
-                            "dropped an answer to gathered gets with unknown id %" PRIu64,
-                            resp->req_id);
-        return;
-    }
     if (OPAL_LIKELY(OPAL_SUCCESS == resp->status)) {
         batch = (mca_btl_ofi_getv_batch_t *) comp->local_address;
         data = (const char *) (resp + 1);
@@ -321,4 +444,43 @@ void mca_btl_ofi_getv_answer(mca_btl_ofi_context_t *context, const void *buf, si
     /* its one answer (emu_left 1): completed (the gets' callbacks run in
      * mca_btl_ofi_getv_done), or failed from progress */
     mca_btl_ofi_rma_account(module, comp, 1, resp->status);
+}
+
+void mca_btl_ofi_getv_answer(mca_btl_ofi_context_t *context, const void *buf, size_t len)
+{
+    const mca_btl_ofi_rma_msg_t *resp = (const mca_btl_ofi_rma_msg_t *) buf;
+    mca_btl_ofi_module_t *module = mca_btl_ofi_emu_request_module(context, resp->req_id);
+    /* the answer of an atomic that followed the gets ends it */
+    const size_t extra =
+        (resp->hdr.flags & MCA_BTL_OFI_PUTV_AMO) ? sizeof(mca_btl_ofi_amo_resp_t) : 0;
+    mca_btl_ofi_completion_t *comp = NULL;
+    mca_btl_ofi_amo_resp_t amo;
+
+    if (OPAL_UNLIKELY(len < sizeof(*resp) + extra)) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped a short answer to gathered gets (%zu bytes)", len);
+        return;
+    }
+    len -= extra;
+    MCA_BTL_OFI_LOCK(&module->lock);
+    (void) opal_hash_table_get_value_uint64(&module->emu_requests, resp->req_id, (void **) &comp);
+    if (NULL != comp
+        && (MCA_BTL_OFI_RMA_GETV != comp->parked_kind
+            || (OPAL_SUCCESS == resp->status
+                && (resp->len != comp->parked_size || len - sizeof(*resp) != resp->len)))) {
+        comp = NULL;
+    }
+    MCA_BTL_OFI_UNLOCK(&module->lock);
+    if (NULL == comp) {
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_ERROR,
+                            "dropped an answer to gathered gets with unknown id %" PRIu64,
+                            resp->req_id);
+    } else {
+        mca_btl_ofi_getv_answered(module, comp, resp);
+    }
+    if (0 != extra) {
+        /* then the atomic that followed the gets (its own id) */
+        memcpy(&amo, (const char *) buf + len, sizeof(amo));
+        mca_btl_ofi_amo_answer(context, &amo, sizeof(amo));
+    }
 }

@@ -55,6 +55,20 @@ int mca_btl_ofi_getv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
                          mca_btl_base_registration_handle_t *remote_handle, size_t size,
                          mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata);
 
+/** An atomic to ENDPOINT on CONTEXT where module->amo_ordered, while
+ * CONTEXT gathers gets for it: carried at the end of their message (the
+ * target reads them, then applies it, and answers both at once), after
+ * any puts CONTEXT gathered for it. OPAL_ERR_NOT_FOUND, nothing done, when
+ * no gets for it are gathered here (their message, if any, has left: the
+ * caller's message behind it is applied after them). */
+int mca_btl_ofi_getv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
+                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
+                            mca_btl_base_registration_handle_t *result_handle,
+                            mca_btl_base_registration_handle_t *remote_handle,
+                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
+                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
+                            void *cbcontext, void *cbdata);
+
 /** Ask for what CONTEXT gathered, if anything and its gathering lock is
  * free (as mca_btl_ofi_putv_send). The progress callback's pass. */
 void mca_btl_ofi_getv_send(mca_btl_ofi_context_t *context);
@@ -75,6 +89,14 @@ void mca_btl_ofi_getv_answer(mca_btl_ofi_context_t *context, const void *msg, si
 void mca_btl_ofi_getv_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
                            void *local_address, mca_btl_base_registration_handle_t *local_handle,
                            void *context, void *cbdata, int status);
+
+/** The callback of a get posted as the provider's read (a batch of one,
+ * CONTEXT): the peer's count of such reads, the get's own callback, the
+ * batch given back. */
+void mca_btl_ofi_getv_lone_done(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoint,
+                                void *local_address,
+                                mca_btl_base_registration_handle_t *local_handle, void *context,
+                                void *cbdata, int status);
 
 /** The callback of the layer whose gets BATCH (a message's completion
  * object's local_address) carries. */

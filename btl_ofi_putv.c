@@ -308,7 +308,8 @@ int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
         }
         (void) mca_btl_ofi_putv_post(context, NULL);
     }
-    open = 0 < __atomic_load_n(&endpoint->putv_open, __ATOMIC_RELAXED);
+    open = 0 < __atomic_load_n(&endpoint->putv_open, __ATOMIC_RELAXED)
+           || 0 < __atomic_load_n(&endpoint->getv_open, __ATOMIC_RELAXED);
     MCA_BTL_OFI_UNLOCK(&context->putv.lock);
     if (!open) {
         return OPAL_ERR_NOT_FOUND; /* nothing to follow: the provider's own */
@@ -317,6 +318,15 @@ int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
     return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
                                    remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
                                    cbcontext, cbdata);
+}
+
+void mca_btl_ofi_putv_send_to(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint)
+{
+    MCA_BTL_OFI_LOCK(&context->putv.lock);
+    if (0 != context->putv.count && context->putv.to == endpoint) {
+        (void) mca_btl_ofi_putv_post(context, NULL);
+    }
+    MCA_BTL_OFI_UNLOCK(&context->putv.lock);
 }
 
 void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context)

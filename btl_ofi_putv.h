@@ -34,7 +34,8 @@ bool mca_btl_ofi_putv_prepare(mca_btl_ofi_module_t *module);
 void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context);
 
 /** An atomic to ENDPOINT on CONTEXT where module->amo_ordered: applied at
- * the target after the puts to it gathered or still unanswered. Carried in
+ * the target after the puts to it gathered or still unanswered (and the
+ * gathered gets to it still unanswered: mca_btl_ofi_getv_atomic first). Carried in
  * the message of the puts CONTEXT gathered for it, when there are and it
  * fits (one exchange for both), else as a message of its own behind them
  * (messages of one context leave in order, the target serves them in
@@ -47,6 +48,10 @@ int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
                             mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
                             bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
                             void *cbcontext, void *cbdata);
+
+/** Send what CONTEXT gathered, if it is for ENDPOINT (a message to it must
+ * follow them: mca_btl_ofi_getv_atomic). The gathering lock is taken. */
+void mca_btl_ofi_putv_send_to(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint);
 
 /** Send what every context of every module gathered (flush, drain). */
 void mca_btl_ofi_putv_send_all(void);

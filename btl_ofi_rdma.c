@@ -226,12 +226,18 @@ int mca_btl_ofi_get(mca_btl_base_module_t *btl, mca_btl_base_endpoint_t *endpoin
 
     /* small ones gathered into one message per peer (0 == getv_max
      * where they are not); one that could not be goes on below */
-    if (size <= module->getv_max && OPAL_LIKELY(!endpoint->dead)
-        && OPAL_SUCCESS
-               == mca_btl_ofi_getv_add(module, endpoint, local_address, remote_address,
-                                       local_handle, remote_handle, size, cbfunc, cbcontext,
-                                       cbdata)) {
-        return OPAL_SUCCESS;
+    if (size <= module->getv_max && OPAL_LIKELY(!endpoint->dead)) {
+        if (OPAL_SUCCESS
+            == mca_btl_ofi_getv_add(module, endpoint, local_address, remote_address, local_handle,
+                                    remote_handle, size, cbfunc, cbcontext, cbdata)) {
+            return OPAL_SUCCESS;
+        }
+        if (module->amo_ordered) {
+            /* no batch to gather it in: the provider's read would escape
+             * the order a later atomic relies on (btl_ofi_get_ordered_max),
+             * so the caller tries again after progress */
+            return OPAL_ERR_OUT_OF_RESOURCE;
+        }
     }
     return mca_btl_ofi_rdma(btl, endpoint, MCA_BTL_OFI_RMA_GET, local_address, remote_address,
                             local_handle, remote_handle, size, cbfunc, cbcontext, cbdata);

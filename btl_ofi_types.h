@@ -353,6 +353,10 @@ struct mca_btl_base_endpoint_t {
      * (btl_ofi_putv.c; atomic): an atomic to it while any is goes as a
      * message behind them where module->amo_ordered */
     volatile int32_t putv_open;
+    /* likewise messages of gathered gets from it, and its gets posted as
+     * the provider's reads, until complete (btl_ofi_getv.c) */
+    volatile int32_t getv_open;
+    volatile int32_t getv_lone_open;
     /* an answer to its gathered puts and the atomic after them, which it
      * does not wait for (btl_ofi_answers.c): held for our next message to
      * it, under held_context's lock */
@@ -525,6 +529,7 @@ typedef struct mca_btl_ofi_component_t {
     size_t put_copied_max;     /* btl_ofi_put_copied_max: puts copied before btl_put returns */
     bool put_copied_ordered;   /* btl_ofi_put_copied_ordered: atomics applied after them */
     int atomic_unhurried_flag; /* btl_ofi_atomic_unhurried_flag (btl_ofi_answers.c) */
+    size_t get_ordered_max;    /* btl_ofi_get_ordered_max: atomics applied after such gets */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail
      * (registered at init, when the rails' interfaces are known) */
     unsigned int rail_bandwidth[MCA_BTL_OFI_MAX_RAILS];

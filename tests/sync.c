@@ -13,7 +13,9 @@
  *   unlocks send the release behind the puts, no flush (0022: counted
  *   across nodes); complete_ordered: MPI_Win_complete after a copied put
  *   to a rank of another node, no flush, the target's answer riding on its
- *   next post (0023: counted across nodes);
+ *   next post (0023: counted across nodes); get_ordered: unlock and
+ *   complete after a small get from a rank of another node, no flush, the
+ *   bytes checked (0024: counted across nodes);
  *   and visibility to a second origin: rank 1 puts 1 MiB + 1 B into rank 0's
  *   window, flushes, tells rank 2 with a two-sided message, and rank 2 reads
  *   the region back from rank 0 and checks every byte (with 2 ranks, rank 1
@@ -266,6 +268,106 @@ static void test_complete_ordered(void)
     MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     tc_say("  ok complete_ordered: %d epochs rank 0 -> rank %d, every byte at the target%s", ROUNDS, T,
            check ? ", no flush in complete" : " (put_copied_ordered false: complete flushes, data only)");
+}
+
+/* get_ordered (osc-rdma/patches 0024): where btl/ofi orders an atomic
+ * after small gets (btl_ofi_get_ordered_max > 0), MPI_Win_unlock after a
+ * get from a rank T of another node that holds its own state, and
+ * MPI_Win_complete after one, release or complete behind the get without
+ * a flush. T writes a new pattern before each epoch (its own lock, then a
+ * barrier, or before its post); rank 0 reads GO_SZ bytes in the epoch and
+ * checks every byte against the round's pattern once unlock or complete
+ * returned; btl_ofi_flush_count must not grow at rank 0 over the
+ * epochs. */
+static void test_get_ordered(void)
+{
+    enum { ROUNDS = 40, GO_SZ = 48 };
+    const int n = tc_size, zero = 0;
+    int node_of[MAX_RANKS], T = -1;
+    unsigned long long omax = 0;
+    unsigned char buf[GO_SZ];
+    tc_counters_t c0, c1;
+
+    if (0 != tc_cvar_read_ull("btl_ofi_get_ordered_max", &omax)) {
+        CHECK(!tc_check_ours_enabled(), "get_ordered: cvar btl_ofi_get_ordered_max not found");
+    }
+    (void) nodes_of(node_of);
+    for (int i = 1; i < n && T < 0; ++i) {
+        if (node_of[i] == i && node_of[i] != node_of[0]) {
+            T = i;
+        }
+    }
+    if (T < 0) {
+        tc_say("  get_ordered: no rank of another node holds its own state (one node): not run here, "
+               "the hosts runs check it");
+        return;
+    }
+    const int check = omax >= GO_SZ && tc_have_counters && tc_check_ours_enabled();
+    MPI_Group g0 = group_of(&zero, 1), gT = group_of(&T, 1);
+
+    /* lock, get, unlock */
+    unsigned long long flushes = 0;
+    for (int k = 0; k < ROUNDS; ++k) {
+        unsigned r = round_no++;
+
+        if (T == tc_rank) {
+            self_lock();
+            tc_fill(wbase + SLOTS_OFF, T, GO_SZ, r);
+            self_unlock();
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        if (0 == tc_rank) {
+            memset(buf, 0xEE, GO_SZ);
+            MPI_CHECK(MPI_Win_lock(k & 1 ? MPI_LOCK_SHARED : MPI_LOCK_EXCLUSIVE, T, 0, win));
+            MPI_CHECK(MPI_Get(buf, GO_SZ, MPI_BYTE, T, SLOTS_OFF, GO_SZ, MPI_BYTE, win));
+            count_get(T, GO_SZ);
+            tc_counters_read(&c0);
+            MPI_CHECK(MPI_Win_unlock(T, win));
+            tc_counters_read(&c1);
+            flushes += c1.v[TC_FLUSH_COUNT] - c0.v[TC_FLUSH_COUNT];
+            tc_verify(tc_fmt("get_ordered round %d: %d bytes read from rank %d under a %s lock, "
+                             "checked when MPI_Win_unlock returned", k, GO_SZ, T,
+                             k & 1 ? "shared" : "exclusive"), buf, T, GO_SZ, r);
+        }
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+    if (check && 0 == tc_rank) {
+        CHECK(0 == flushes, "get_ordered: %d MPI_Win_unlock after one %d-byte get from rank %d (another "
+              "node) flushed %llu time(s), expected 0 (btl_ofi_get_ordered_max %llu)", ROUNDS, GO_SZ, T,
+              flushes, omax);
+    }
+
+    /* start, get, complete against post, wait */
+    tc_counters_read(&c0);
+    for (int k = 0; k < ROUNDS; ++k) {
+        unsigned r = round_no++;
+
+        if (0 == tc_rank) {
+            memset(buf, 0xEE, GO_SZ);
+            MPI_CHECK(MPI_Win_start(gT, 0, win));
+            MPI_CHECK(MPI_Get(buf, GO_SZ, MPI_BYTE, T, SLOTS_OFF, GO_SZ, MPI_BYTE, win));
+            count_get(T, GO_SZ);
+            MPI_CHECK(MPI_Win_complete(win));
+            tc_verify(tc_fmt("get_ordered pscw round %d: %d bytes read from rank %d, checked when "
+                             "MPI_Win_complete returned", k, GO_SZ, T), buf, T, GO_SZ, r);
+        } else if (T == tc_rank) {
+            /* the exposure epoch's data, in place before the post */
+            tc_fill(wbase + SLOTS_OFF, T, GO_SZ, r);
+            MPI_CHECK(MPI_Win_post(g0, 0, win));
+            MPI_CHECK(MPI_Win_wait(win));
+        }
+    }
+    tc_counters_read(&c1);
+    if (check && 0 == tc_rank) {
+        CHECK(c1.v[TC_FLUSH_COUNT] == c0.v[TC_FLUSH_COUNT],
+              "get_ordered: %d MPI_Win_complete after one %d-byte get from rank %d flushed %llu "
+              "time(s), expected 0", ROUNDS, GO_SZ, T, c1.v[TC_FLUSH_COUNT] - c0.v[TC_FLUSH_COUNT]);
+    }
+    MPI_CHECK(MPI_Group_free(&g0));
+    MPI_CHECK(MPI_Group_free(&gT));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    tc_say("  ok get_ordered: %d lock and %d PSCW epochs reading rank %d, every byte%s", ROUNDS, ROUNDS, T,
+           check ? ", no flush in unlock or complete" : " (btl_ofi_get_ordered_max 0: flushes, data only)");
 }
 
 /* "sync message": over several nodes with btl_ofi_global_atomics -1, a
@@ -937,6 +1039,7 @@ int main(int argc, char **argv)
         {"pscw_split", test_pscw_split},
         {"pscw_message", message_mode ? test_pscw_message : NULL},
         {"complete_ordered", test_complete_ordered},
+        {"get_ordered", test_get_ordered},
         {"lock_shared", test_lock_shared},
         {"lock_exclusive", test_lock_exclusive},
         {"flushes", test_flushes},
