@@ -97,11 +97,11 @@ void mca_btl_ofi_answers_release(mca_btl_ofi_context_t *context)
 }
 
 size_t mca_btl_ofi_answer_ride(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to,
-                               void *msg, size_t len, size_t room, size_t limit)
+                               void *msg, size_t len)
 {
     const size_t wire = len + sizeof(to->held_answer);
 
-    if (!to->answer_held || to->held_context != context || wire > room || wire > limit) {
+    if (!to->answer_held || to->held_context != context || wire > context->module->msg_size) {
         return len;
     }
     memcpy((char *) msg + len, &to->held_answer, sizeof(to->held_answer));

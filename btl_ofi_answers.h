@@ -24,11 +24,12 @@ void mca_btl_ofi_answer_hold(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoin
  * completions: the pass that held them has returned to the caller). */
 void mca_btl_ofi_answers_release(mca_btl_ofi_context_t *context);
 
-/** With CONTEXT's lock held, before LEN bytes at MSG (a pml message, room
- * for ROOM bytes, at most LIMIT on the wire) go to TO: TO's held answer
- * appended and MCA_BTL_OFI_AM_ANSWER set when it fits. The length to send. */
+/** With CONTEXT's lock held, before LEN bytes at MSG (a pml message in a
+ * buffer of module->msg_size bytes, the size of the receiver's buffers
+ * too) go to TO: TO's held answer appended and MCA_BTL_OFI_AM_ANSWER set
+ * when it fits. The length to send. */
 size_t mca_btl_ofi_answer_ride(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *to,
-                               void *msg, size_t len, size_t room, size_t limit);
+                               void *msg, size_t len);
 
 /** ... and after it was posted (SENT) or not: the answer is gone, or
  * stays held and MSG is as it was. CONTEXT's lock still held. */

@@ -171,8 +171,7 @@ static inline ssize_t mca_btl_ofi_frag_post(mca_btl_ofi_context_t *context,
      * room (btl_ofi_answers.c; one rail: no numbered copies to keep) */
     if (OPAL_UNLIKELY(frag->endpoint->answer_held) && MCA_BTL_OFI_MSG_AM == frag->hdr->type
         && !context->module->track) {
-        wire = mca_btl_ofi_answer_ride(context, frag->endpoint, frag->hdr, len,
-                                       context->module->msg_size, context->module->msg_size);
+        wire = mca_btl_ofi_answer_ride(context, frag->endpoint, frag->hdr, len);
     }
     rc = mca_btl_ofi_frag_fi_send(context, frag, wire);
     if (OPAL_UNLIKELY(wire != len)) {

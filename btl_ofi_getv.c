@@ -215,7 +215,9 @@ int mca_btl_ofi_getv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
         return OPAL_ERR_NOT_FOUND; /* puts' turn (mca_btl_ofi_putv_atomic) */
     }
     if (!mca_btl_ofi_getv_amo_fits(module, batch)) {
-        /* asked for alone: the atomic goes behind, as a message */
+        /* asked for alone (a message: a batch of one always has room, its
+         * get at most msg_size / 4), the atomic goes behind it as a
+         * message (mca_btl_ofi_putv_atomic sees getv_open) */
         (void) mca_btl_ofi_getv_post(context, NULL);
         MCA_BTL_OFI_UNLOCK(&context->getv.lock);
         return OPAL_ERR_NOT_FOUND;

@@ -49,7 +49,9 @@ typedef struct mca_btl_ofi_msg_hdr_t {
 /* in a message of gathered puts: an atomic's request
  * (mca_btl_ofi_amo_req_t) follows their data, to be applied after them;
  * in its answer: the atomic's answer (mca_btl_ofi_amo_resp_t) follows the
- * header */
+ * header. In a message of gathered gets: the request follows their
+ * descriptions, applied after they were read; in its answer the atomic's
+ * answer follows their bytes. */
 #define MCA_BTL_OFI_PUTV_AMO 0x4
 /* in an atomic's request carried at the end of gathered puts: its origin
  * does not wait for it (MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED), so the answer

@@ -189,6 +189,24 @@ static int nodes_of(int *node_of)
     return first;
 }
 
+/* The first rank T of another node than rank 0's that holds its own
+ * state (the lowest rank of its node, where osc/rdma keeps the node's
+ * state), or -1, said under WHAT, when every rank is on rank 0's node */
+static int remote_holder(const char *what)
+{
+    int node_of[MAX_RANKS];
+
+    (void) nodes_of(node_of);
+    for (int i = 1; i < tc_size; ++i) {
+        if (node_of[i] == i && node_of[i] != node_of[0]) {
+            return i;
+        }
+    }
+    tc_say("  %s: no rank of another node holds its own state (one node): not run here, "
+           "the hosts runs check it", what);
+    return -1;
+}
+
 /* complete_ordered (osc-rdma/patches 0023): MPI_Win_complete after one
  * put the btl copied, to a target T on another node that holds its own
  * state (the first rank of its node), must not flush: it raises T's count
@@ -201,8 +219,7 @@ static int nodes_of(int *node_of)
 static void test_complete_ordered(void)
 {
     enum { ROUNDS = 60, SZ = 24 };
-    const int n = tc_size, zero = 0;
-    int node_of[MAX_RANKS], T = -1;
+    const int zero = 0;
     unsigned long long unhurried = 0;
     unsigned char buf[SZ];
     tc_counters_t c0, c1;
@@ -211,15 +228,8 @@ static void test_complete_ordered(void)
     if (0 != tc_cvar_read_ull("btl_ofi_atomic_unhurried_flag", &unhurried)) {
         CHECK(!tc_check_ours_enabled(), "complete_ordered: cvar btl_ofi_atomic_unhurried_flag not found");
     }
-    (void) nodes_of(node_of);
-    for (int i = 1; i < n && T < 0; ++i) {
-        if (node_of[i] == i && node_of[i] != node_of[0]) {
-            T = i;
-        }
-    }
+    const int T = remote_holder("complete_ordered");
     if (T < 0) {
-        tc_say("  complete_ordered: no rank of another node holds its own state (one node): not run here, "
-               "the hosts runs check it");
         return;
     }
     CHECK(!ordered || 0 != unhurried, "complete_ordered: btl_ofi_put_copied_ordered true but "
@@ -282,8 +292,7 @@ static void test_complete_ordered(void)
 static void test_get_ordered(void)
 {
     enum { ROUNDS = 40, GO_SZ = 48 };
-    const int n = tc_size, zero = 0;
-    int node_of[MAX_RANKS], T = -1;
+    const int zero = 0;
     unsigned long long omax = 0;
     unsigned char buf[GO_SZ];
     tc_counters_t c0, c1;
@@ -291,15 +300,8 @@ static void test_get_ordered(void)
     if (0 != tc_cvar_read_ull("btl_ofi_get_ordered_max", &omax)) {
         CHECK(!tc_check_ours_enabled(), "get_ordered: cvar btl_ofi_get_ordered_max not found");
     }
-    (void) nodes_of(node_of);
-    for (int i = 1; i < n && T < 0; ++i) {
-        if (node_of[i] == i && node_of[i] != node_of[0]) {
-            T = i;
-        }
-    }
+    const int T = remote_holder("get_ordered");
     if (T < 0) {
-        tc_say("  get_ordered: no rank of another node holds its own state (one node): not run here, "
-               "the hosts runs check it");
         return;
     }
     const int check = omax >= GO_SZ && tc_have_counters && tc_check_ours_enabled();
