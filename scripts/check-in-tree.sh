@@ -32,6 +32,7 @@
 # empty or was made by this script).
 #
 # Environment: BTL_OFI_JOBS (make -j, default: nproc);
+# BTL_OFI_INTREE_APT_DONE=FILE: created once the apt phases are over;
 # BTL_OFI_INTREE_FULL=1 (or BTL_OFI_FULL=1) builds libopen-pal and every loadable component
 # of opal too.
 
@@ -442,6 +443,8 @@ setup_workdir
 echo "in-tree: repository $repo, work dir $work, make -j$jobs"
 run_phase packages phase_packages
 run_phase fetch phase_fetch
+# tests/run.sh runs its package test beside this build, once apt is free
+[[ -n ${BTL_OFI_INTREE_APT_DONE:-} ]] && : >"$BTL_OFI_INTREE_APT_DONE"
 # phase_fetch ran in this shell, so src is set here
 run_phase replace phase_replace
 run_phase autogen phase_autogen

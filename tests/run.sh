@@ -471,31 +471,70 @@ done
 # ------------------------------------------------------------------
 # 7. in-tree build (scripts/check-in-tree.sh; its work dir is removed
 #    when it passes, kept when it fails; its phase logs go to tests/logs/)
+#    With package (and bench) in TESTS it runs beside them: its autogen
+#    and configure (a minute, one core, no MPI) overlap their builds and
+#    smoke runs, whose times are not judged; package waits until the
+#    in-tree build's apt-get phases (packages, fetch) are over, as both
+#    use apt and dpkg.
 # ------------------------------------------------------------------
-if wanted intree; then
-    t0=$SECONDS
-    log=$logdir/intree.log
-    if work=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-intree.XXXXXX"); then
-        timeout -k 30 "${BTL_OFI_INTREE_TIMEOUT:-1800}" \
-            "$repo/scripts/check-in-tree.sh" "$work" </dev/null >"$log" 2>&1
-        rc=$?
-        for f in "$work"/logs/*.log; do
-            [[ -f $f ]] && cp "$f" "$logdir/intree-${f##*/}"
-        done
-        times=$(sed -n '/^in-tree: phase times/,/^  total/s/^  \([a-z]*\) *\([0-9]*\).*/\1 \2s/p' "$log" |
-            paste -sd, - | sed 's/,/, /g')
-        if ((rc == 0)) && grep -qx 'in-tree: PASS' "$log"; then
-            pass intree $((SECONDS - t0)) "mca_btl_ofi.so built in Open MPI 4.1's tree ($times)"
-            rm -rf "$work"
-        else
-            why=$(grep -m1 '^in-tree: FAIL' "$log" | sed 's/^in-tree: FAIL //')
-            ((rc == 124 || rc == 137)) && why="timed out after ${BTL_OFI_INTREE_TIMEOUT:-1800}s${why:+; $why}"
-            fail intree $((SECONDS - t0)) "${why:-exit code $rc} (work dir $work${times:+; $times})" "$log"
-        fi
-    else
-        fail intree 0 "mktemp -d failed"
+intree_pid=
+intree_pending=0
+intree_start() {
+    intree_t0=$SECONDS
+    intree_log=$logdir/intree.log
+    intree_apt=$logdir/intree-apt-done
+    rm -f "$intree_apt"
+    if ! intree_work=$(mktemp -d "${TMPDIR:-/tmp}/btl-ofi-intree.XXXXXX"); then
+        intree_work=
+        return
     fi
-    group_done intree $t0
+    BTL_OFI_INTREE_APT_DONE=$intree_apt timeout -k 30 "${BTL_OFI_INTREE_TIMEOUT:-1800}" \
+        "$repo/scripts/check-in-tree.sh" "$intree_work" </dev/null >"$intree_log" 2>&1 &
+    intree_pid=$!
+}
+
+# until the in-tree build's apt phases ended (or the build itself did)
+intree_apt_wait() {
+    [[ -n $intree_pid ]] || return 0
+    while [[ ! -e $intree_apt ]] && kill -0 "$intree_pid" 2>/dev/null; do
+        sleep 0.5
+    done
+}
+
+intree_finish() {
+    local rc times why f
+    if [[ -z $intree_work ]]; then
+        fail intree 0 "mktemp -d failed"
+        group_done intree "$intree_t0"
+        return
+    fi
+    wait "$intree_pid"
+    rc=$?
+    intree_pid=
+    for f in "$intree_work"/logs/*.log; do
+        [[ -f $f ]] && cp "$f" "$logdir/intree-${f##*/}"
+    done
+    times=$(sed -n '/^in-tree: phase times/,/^  total/s/^  \([a-z]*\) *\([0-9]*\).*/\1 \2s/p' "$intree_log" |
+        paste -sd, - | sed 's/,/, /g')
+    if ((rc == 0)) && grep -qx 'in-tree: PASS' "$intree_log"; then
+        pass intree $((SECONDS - intree_t0)) "mca_btl_ofi.so built in Open MPI 4.1's tree ($times)"
+        rm -rf "$intree_work"
+    else
+        why=$(grep -m1 '^in-tree: FAIL' "$intree_log" | sed 's/^in-tree: FAIL //')
+        ((rc == 124 || rc == 137)) && why="timed out after ${BTL_OFI_INTREE_TIMEOUT:-1800}s${why:+; $why}"
+        fail intree $((SECONDS - intree_t0)) "${why:-exit code $rc} (work dir $intree_work${times:+; $times})" "$intree_log"
+    fi
+    rm -f "$intree_apt"
+    group_done intree "$intree_t0"
+}
+
+if wanted intree; then
+    intree_start
+    if ! wanted package || ((EUID != 0)); then
+        intree_finish
+    else
+        intree_pending=1
+    fi
 fi
 
 # ------------------------------------------------------------------
@@ -569,6 +608,7 @@ if wanted package; then
     if ((EUID != 0)); then
         fail package 0 "tests/package.sh installs a package system-wide: run the suite as root (CI does), or leave package out of TESTS"
     else
+        intree_apt_wait
         BTL_OFI_LOG_DIR=$logdir timeout -k 30 900 bash "$here/package.sh" </dev/null >"$log" 2>&1
         rc=$?
         n=0
@@ -590,5 +630,6 @@ if wanted package; then
     fi
     group_done package $t0
 fi
+((intree_pending)) && intree_finish
 
 finish
