@@ -179,6 +179,10 @@ enum {
      * ofi_rxd carry atomics as messages themselves, shm and sockets apply
      * them in software (btl_ofi_global_atomics -1) */
     MCA_BTL_OFI_QUIRK_CPU_ATOMICS = 0x80,
+    /* a message sent with any completion level but FI_INJECT_COMPLETE is
+     * acknowledged by a message of the receiver's own (sockets: one more
+     * send and receive at each end per message) */
+    MCA_BTL_OFI_QUIRK_SEND_ACKED = 0x100,
 };
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 

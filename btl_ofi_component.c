@@ -587,6 +587,11 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             offsetof(mca_btl_ofi_counters_t, send_count));
     mca_btl_ofi_reg_counter("send_bytes", "Bytes of two-sided messages sent, headers included",
                             offsetof(mca_btl_ofi_counters_t, send_bytes));
+    mca_btl_ofi_reg_counter("send_quick",
+                            "Messages (two-sided or the component's own) sent without the "
+                            "provider's acknowledgement where it acknowledges every other "
+                            "(sockets): at most 16 in a row to a peer, then one acknowledged",
+                            offsetof(mca_btl_ofi_counters_t, send_quick));
     mca_btl_ofi_reg_counter("recv_count",
                             "Messages received by this process (two-sided, emulated atomics)",
                             offsetof(mca_btl_ofi_counters_t, recv_count));
@@ -896,6 +901,16 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
         }
     }
     c->only_context = 1 == ntaken && 1 == taken[0]->num_contexts ? taken[0]->contexts : NULL;
+    for (int i = 0; i < ntaken; ++i) {
+        /* frag_send_quick keeps its per-peer counts under the one
+         * context's lock; numbered messages (rails) are all acknowledged */
+        taken[i]->quick_max =
+            1 == taken[i]->num_contexts && !taken[i]->track
+                    && (mca_btl_ofi_provider_quirks(taken[i]->info->fabric_attr->prov_name)
+                        & MCA_BTL_OFI_QUIRK_SEND_ACKED)
+                ? taken[i]->info->tx_attr->inject_size
+                : 0;
+    }
     /* atomics behind gathered puts: their messages and the atomic's leave
      * one context in order, over one rail, and the target's processor
      * applies the atomic as the provider applies the others' */

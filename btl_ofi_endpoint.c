@@ -36,6 +36,8 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->getv_open = 0;
     endpoint->getv_lone_open = 0;
     endpoint->answer_held = false;
+    endpoint->quick_sent = 0;
+    endpoint->ack_open = false;
     endpoint->held_context = NULL;
     memset(&endpoint->live.host, 0, sizeof(endpoint->live.host));
     endpoint->live.seen_completed = 0;

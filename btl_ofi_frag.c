@@ -26,6 +26,7 @@ static void mca_btl_ofi_frag_construct(mca_btl_ofi_frag_t *frag)
     frag->endpoint = NULL;
     frag->context = NULL;
     frag->state = MCA_BTL_OFI_FRAG_PLAIN;
+    frag->checkpoint = false;
     frag->orphan_refs = 0;
 }
 
@@ -141,11 +142,70 @@ static inline void mca_btl_ofi_kick(mca_btl_ofi_context_t *context)
     }
 }
 
+/* Unacknowledged messages to one peer between two acknowledged ones
+ * (mca_btl_ofi_frag_send_quick): at most twice this many small messages
+ * to a peer are ever unread by its provider, against tx_attr->size (256
+ * on sockets) with every message acknowledged. */
+#define MCA_BTL_OFI_QUICK_RUN 16
+
+/* fi_send where the provider acknowledges every message it is given
+ * with a completion level (MCA_BTL_OFI_QUIRK_SEND_ACKED: sockets, whose
+ * acknowledgement costs each end one more send and receive, on the path
+ * of every exchange). A small message goes injected with
+ * FI_INJECT_COMPLETE, unacknowledged, for up to MCA_BTL_OFI_QUICK_RUN in
+ * a row to its peer; the next goes acknowledged (a checkpoint) and, until
+ * its acknowledgement comes back, further small ones to that peer wait
+ * (-FI_EAGAIN: kept in order, posted by progress). Its acknowledgement
+ * says the peer's provider read everything before it, so no peer ever
+ * has more than twice the run unread from us. Without that bound (every
+ * message unacknowledged) a sender ran ahead of its receiver and
+ * tests/twosided stream hung on sockets in 2 runs of 4: the bound is what
+ * the acknowledgements gave. Larger messages are acknowledged as before
+ * and serve as a checkpoint when none is in flight. The context lock is
+ * held; one context per module, so the endpoint's fields are under it. */
+static __opal_attribute_noinline__ ssize_t
+mca_btl_ofi_frag_send_quick(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t *frag, size_t len)
+{
+    mca_btl_ofi_endpoint_t *endpoint = frag->endpoint;
+    const bool small = len <= context->module->quick_max;
+    const bool quick = small && endpoint->quick_sent < MCA_BTL_OFI_QUICK_RUN;
+    const bool checkpoint = !quick && !endpoint->ack_open;
+    struct iovec iov = {.iov_base = frag->hdr, .iov_len = len};
+    struct fi_msg msg = {.msg_iov = &iov,
+                         .iov_count = 1,
+                         .addr = endpoint->addrs[context->index],
+                         .context = &frag->op.ofi_ctx};
+    ssize_t rc;
+
+    if (small && !quick && !checkpoint) {
+        return -FI_EAGAIN;
+    }
+    if (MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)) {
+        return -FI_EIO;
+    }
+    rc = quick ? fi_sendmsg(context->tx, &msg, FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE)
+               : fi_send(context->tx, frag->hdr, len, NULL, msg.addr, msg.context);
+    if (OPAL_LIKELY(0 == rc)) {
+        frag->checkpoint = checkpoint;
+        if (quick) {
+            ++endpoint->quick_sent;
+            ++context->counters.send_quick;
+        } else if (checkpoint) {
+            endpoint->quick_sent = 0;
+            endpoint->ack_open = true;
+        }
+    }
+    return rc;
+}
+
 static inline ssize_t mca_btl_ofi_frag_fi_send(mca_btl_ofi_context_t *context,
                                                mca_btl_ofi_frag_t *frag, size_t len)
 {
     if (OPAL_UNLIKELY(context->module->track)) {
         return mca_btl_ofi_seq_send(context, frag, len);
+    }
+    if (OPAL_UNLIKELY(context->module->quick_max)) {
+        return mca_btl_ofi_frag_send_quick(context, frag, len);
     }
     return MCA_BTL_OFI_FAULT(MCA_BTL_OFI_FAULT_SEND)
                ? -FI_EIO
@@ -474,6 +534,14 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
     bool ack = MCA_BTL_OFI_MSG_ACK == frag->hdr->type; /* and its header */
     mca_btl_ofi_frag_t *keep = NULL;
 
+    if (OPAL_UNLIKELY(frag->checkpoint)) {
+        /* its peer read every message we sent before it (frag_send_quick,
+         * which reads the flag under the lock) */
+        frag->checkpoint = false;
+        MCA_BTL_OFI_LOCK(&context->lock);
+        endpoint->ack_open = false;
+        MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
     if (OPAL_UNLIKELY(MCA_BTL_OFI_FRAG_PLAIN != frag->state)
         && mca_btl_ofi_seq_settle(frag, status, &keep)) {
         return;

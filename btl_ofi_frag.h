@@ -45,6 +45,7 @@ typedef struct mca_btl_ofi_frag_t {
      * fragment sent on another rail (a detour) still goes back there */
     mca_btl_ofi_module_t *home;
     int state;                    /* MCA_BTL_OFI_FRAG_* */
+    bool checkpoint;              /* its completion ends endpoint->ack_open */
     volatile int32_t orphan_refs; /* an orphan's owners left (provider, pml) */
 } mca_btl_ofi_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);

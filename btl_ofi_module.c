@@ -828,7 +828,8 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
         return MCA_BTL_OFI_QUIRK_MULTI_RECV | MCA_BTL_OFI_QUIRK_CPU_ATOMICS;
     }
     if (0 == strcmp(prov_name, "sockets")) {
-        return MCA_BTL_OFI_QUIRK_INJECT_QUEUED | MCA_BTL_OFI_QUIRK_CPU_ATOMICS;
+        return MCA_BTL_OFI_QUIRK_INJECT_QUEUED | MCA_BTL_OFI_QUIRK_CPU_ATOMICS
+               | MCA_BTL_OFI_QUIRK_SEND_ACKED;
     }
     return 0;
 }

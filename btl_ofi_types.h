@@ -151,6 +151,9 @@ typedef struct mca_btl_ofi_counters_t {
     /* answers to a peer's gathered puts that rode at the end of a message
      * of ours to it instead of going alone (btl_ofi_answers.c) */
     uint64_t answer_carried;
+    /* messages sent unacknowledged where the provider acknowledges every
+     * other (mca_btl_ofi_frag_send_quick) */
+    uint64_t send_quick;
     /* peers' puts that arrived in our memory with remote completion data
      * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
     volatile int64_t put_notified;
@@ -361,6 +364,11 @@ struct mca_btl_base_endpoint_t {
      * does not wait for (btl_ofi_answers.c): held for our next message to
      * it, under held_context's lock */
     bool answer_held;
+    /* where module->quick_max: messages sent to it unacknowledged since
+     * the last acknowledged one was posted, and whether that one is still
+     * in flight (cleared by its completion); under the context lock */
+    uint16_t quick_sent;
+    bool ack_open;
     struct mca_btl_ofi_context_t *held_context;
     mca_btl_ofi_putv_amo_resp_t held_answer;
     mca_btl_ofi_ep_rail_t rail;
@@ -451,6 +459,10 @@ typedef struct mca_btl_ofi_module_t {
     /* drive the provider once after each message posted: it only queues
      * them until driven (MCA_BTL_OFI_QUIRK_INJECT_QUEUED, mca_btl_ofi_kick) */
     bool kick;
+    /* messages up to this size may go unacknowledged, a few at a time per
+     * peer (mca_btl_ofi_frag_fi_send); 0: every one is sent with the
+     * endpoint's flags. One context, one rail, MCA_BTL_OFI_QUIRK_SEND_ACKED */
+    size_t quick_max;
     int64_t tx_limit; /* operations in flight per context (tx queue size) */
     /* bytes of one FI_MULTI_RECV buffer, 0 when receives use single buffers */
     size_t multi_recv_size;

@@ -277,6 +277,7 @@ enum {
     TC_SEND_COUNT,
     TC_FLUSH_COUNT,
     TC_ANSWER_CARRIED,
+    TC_SEND_QUICK,
     TC_NCOUNTERS
 };
 
@@ -284,7 +285,7 @@ static const char *const tc_counter_names[TC_NCOUNTERS] = {
     "btl_ofi_put_count", "btl_ofi_get_count",    "btl_ofi_atomic_count",
     "btl_ofi_put_bytes", "btl_ofi_get_bytes",    "btl_ofi_put_notified",
     "btl_ofi_put_gathered", "btl_ofi_get_gathered", "btl_ofi_send_count",
-    "btl_ofi_flush_count", "btl_ofi_answer_carried",
+    "btl_ofi_flush_count", "btl_ofi_answer_carried", "btl_ofi_send_quick",
 };
 
 typedef struct {
