@@ -257,26 +257,37 @@ static int mca_btl_ofi_atomic_start(mca_btl_ofi_module_t *module, mca_btl_base_e
     if (OPAL_UNLIKELY(OPAL_SUCCESS != route)) {
         return route;
     }
-    /* behind gathered puts and gets to it still unanswered, so that it is
-     * applied after them (osc/rdma's unlock and complete without a flush,
-     * 0022-0024) */
-    if (OPAL_UNLIKELY(module->amo_ordered)) {
-        int rc_ordered = mca_btl_ofi_getv_atomic(module, context, endpoint, result, remote_address,
-                                                 result_handle, remote_handle, op, operand, compare,
-                                                 is_cswap, flags, cbfunc, cbcontext, cbdata);
-        if (OPAL_ERR_NOT_FOUND == rc_ordered) {
-            rc_ordered = mca_btl_ofi_putv_atomic(module, context, endpoint, result, remote_address,
-                                                 result_handle, remote_handle, op, operand, compare,
-                                                 is_cswap, flags, cbfunc, cbcontext, cbdata);
+    /* as a message of ours: behind gathered puts and gets to it still
+     * unanswered, so that it is applied after them (osc/rdma's unlock and
+     * complete without a flush, 0022-0024), or alone where the provider's
+     * atomics are not used */
+    if (OPAL_UNLIKELY(module->amo_ordered || module->amo_emulated)) {
+        const mca_btl_ofi_amo_args_t amo = {.result = result,
+                                            .remote_address = remote_address,
+                                            .result_handle = result_handle,
+                                            .remote_handle = remote_handle,
+                                            .op = op,
+                                            .operand = operand,
+                                            .compare = compare,
+                                            .is_cswap = is_cswap,
+                                            .flags = flags,
+                                            .cbfunc = cbfunc,
+                                            .cbcontext = cbcontext,
+                                            .cbdata = cbdata};
+        int rc_ordered = OPAL_ERR_NOT_FOUND;
+
+        if (module->amo_ordered) {
+            rc_ordered = mca_btl_ofi_getv_atomic(module, context, endpoint, &amo);
+            if (OPAL_ERR_NOT_FOUND == rc_ordered) {
+                rc_ordered = mca_btl_ofi_putv_atomic(module, context, endpoint, &amo);
+            }
         }
         if (OPAL_ERR_NOT_FOUND != rc_ordered) {
             return rc_ordered;
         }
-    }
-    if (module->amo_emulated) {
-        return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
-                                       remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
-                                       cbcontext, cbdata);
+        if (module->amo_emulated) {
+            return mca_btl_ofi_amo_request(module, endpoint, &amo);
+        }
     }
 
     comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, result, result_handle,

@@ -513,21 +513,14 @@ uint64_t mca_btl_ofi_atomic_apply(mca_btl_base_atomic_op_t op, uint64_t address,
  * to each other.
  */
 int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
-                            void *local_address, uint64_t remote_address,
-                            mca_btl_base_registration_handle_t *local_handle,
-                            mca_btl_base_registration_handle_t *remote_handle,
-                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
-                            void *cbcontext, void *cbdata)
+                            const mca_btl_ofi_amo_args_t *amo)
 {
     mca_btl_ofi_context_t *context = mca_btl_ofi_context_get(module);
     mca_btl_ofi_completion_t *comp;
     mca_btl_ofi_amo_req_t req;
     int rc;
 
-    comp = mca_btl_ofi_amo_prepare(module, context, endpoint, local_address, remote_address,
-                                   local_handle, remote_handle, op, operand, compare, is_cswap,
-                                   flags, cbfunc, cbcontext, cbdata, &req);
+    comp = mca_btl_ofi_amo_prepare(module, context, endpoint, amo, &req);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return OPAL_ERR_OUT_OF_RESOURCE;
     }
@@ -540,33 +533,32 @@ int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_
     return OPAL_SUCCESS;
 }
 
-mca_btl_ofi_completion_t *mca_btl_ofi_amo_prepare(
-    mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
-    void *local_address, uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
-    mca_btl_base_registration_handle_t *remote_handle, mca_btl_base_atomic_op_t op,
-    uint64_t operand, uint64_t compare, bool is_cswap, int flags,
-    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
-    mca_btl_ofi_amo_req_t *req)
+mca_btl_ofi_completion_t *mca_btl_ofi_amo_prepare(mca_btl_ofi_module_t *module,
+                                                  mca_btl_ofi_context_t *context,
+                                                  mca_btl_base_endpoint_t *endpoint,
+                                                  const mca_btl_ofi_amo_args_t *amo,
+                                                  mca_btl_ofi_amo_req_t *req)
 {
     mca_btl_ofi_completion_t *comp;
 
-    comp = mca_btl_ofi_completion_alloc(&module->super, context, endpoint, local_address,
-                                        local_handle, cbfunc, cbcontext, cbdata);
+    comp =
+        mca_btl_ofi_completion_alloc(&module->super, context, endpoint, amo->result,
+                                     amo->result_handle, amo->cbfunc, amo->cbcontext, amo->cbdata);
     if (OPAL_UNLIKELY(NULL == comp)) {
         return NULL;
     }
     req->hdr.type = MCA_BTL_OFI_MSG_AMO_REQ;
-    req->hdr.op = (uint8_t) op;
-    req->hdr.flags = ((flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
-                     | (is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
+    req->hdr.op = (uint8_t) amo->op;
+    req->hdr.flags = ((amo->flags & MCA_BTL_ATOMIC_FLAG_32BIT) ? MCA_BTL_OFI_AMO_32BIT : 0)
+                     | (amo->is_cswap ? MCA_BTL_OFI_AMO_CSWAP : 0);
     req->hdr.rail = MCA_BTL_OFI_NO_SEQ;
     req->hdr.seq = 0;
     req->hdr.origin = mca_btl_ofi_component.my_name;
     req->req_id = mca_btl_ofi_emu_request_add(module, comp);
-    req->addr = remote_address;
-    req->key = mca_btl_ofi_rkey(endpoint, remote_handle);
-    req->operand = operand;
-    req->compare = compare;
+    req->addr = amo->remote_address;
+    req->key = mca_btl_ofi_rkey(endpoint, amo->remote_handle);
+    req->operand = amo->operand;
+    req->compare = amo->compare;
     mca_btl_ofi_inflight(context, endpoint, 1);
     return comp;
 }

@@ -76,23 +76,16 @@ void mca_btl_ofi_rma_answer(mca_btl_ofi_context_t *context, const void *msg, siz
 /** An atomic as a message: the target applies it with processor atomics
  * and answers with the old value. */
 int mca_btl_ofi_amo_request(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *endpoint,
-                            void *local_address, uint64_t remote_address,
-                            mca_btl_base_registration_handle_t *local_handle,
-                            mca_btl_base_registration_handle_t *remote_handle,
-                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
-                            void *cbcontext, void *cbdata);
+                            const mca_btl_ofi_amo_args_t *amo);
 /** The origin's half of an atomic as a message: its completion (counted
  * in flight, registered to be answered) and its request in *REQ, to be
  * sent; NULL when no completion can be had. Undone, if it cannot be sent,
  * by mca_btl_ofi_amo_unprepare. */
-mca_btl_ofi_completion_t *mca_btl_ofi_amo_prepare(
-    mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context, mca_btl_base_endpoint_t *endpoint,
-    void *local_address, uint64_t remote_address, mca_btl_base_registration_handle_t *local_handle,
-    mca_btl_base_registration_handle_t *remote_handle, mca_btl_base_atomic_op_t op,
-    uint64_t operand, uint64_t compare, bool is_cswap, int flags,
-    mca_btl_base_rdma_completion_fn_t cbfunc, void *cbcontext, void *cbdata,
-    mca_btl_ofi_amo_req_t *req);
+mca_btl_ofi_completion_t *mca_btl_ofi_amo_prepare(mca_btl_ofi_module_t *module,
+                                                  mca_btl_ofi_context_t *context,
+                                                  mca_btl_base_endpoint_t *endpoint,
+                                                  const mca_btl_ofi_amo_args_t *amo,
+                                                  mca_btl_ofi_amo_req_t *req);
 void mca_btl_ofi_amo_unprepare(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
                                mca_btl_base_endpoint_t *endpoint, mca_btl_ofi_completion_t *comp,
                                const mca_btl_ofi_amo_req_t *req);

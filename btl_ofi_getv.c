@@ -191,12 +191,7 @@ static inline bool mca_btl_ofi_getv_amo_fits(const mca_btl_ofi_module_t *module,
 }
 
 int mca_btl_ofi_getv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
-                            mca_btl_base_registration_handle_t *result_handle,
-                            mca_btl_base_registration_handle_t *remote_handle,
-                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
-                            void *cbcontext, void *cbdata)
+                            mca_btl_ofi_endpoint_t *endpoint, const mca_btl_ofi_amo_args_t *amo)
 {
     mca_btl_ofi_getv_batch_t *batch;
     mca_btl_ofi_completion_t *comp;
@@ -222,9 +217,7 @@ int mca_btl_ofi_getv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
         MCA_BTL_OFI_UNLOCK(&context->getv.lock);
         return OPAL_ERR_NOT_FOUND;
     }
-    comp = mca_btl_ofi_amo_prepare(module, context, endpoint, result, remote_address, result_handle,
-                                   remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
-                                   cbcontext, cbdata, &req);
+    comp = mca_btl_ofi_amo_prepare(module, context, endpoint, amo, &req);
     if (OPAL_UNLIKELY(NULL == comp)) {
         MCA_BTL_OFI_UNLOCK(&context->getv.lock);
         return OPAL_ERR_OUT_OF_RESOURCE;

@@ -62,12 +62,7 @@ int mca_btl_ofi_getv_add(mca_btl_ofi_module_t *module, mca_btl_base_endpoint_t *
  * no gets for it are gathered here (their message, if any, has left: the
  * caller's message behind it is applied after them). */
 int mca_btl_ofi_getv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
-                            mca_btl_base_registration_handle_t *result_handle,
-                            mca_btl_base_registration_handle_t *remote_handle,
-                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
-                            void *cbcontext, void *cbdata);
+                            mca_btl_ofi_endpoint_t *endpoint, const mca_btl_ofi_amo_args_t *amo);
 
 /** Ask for what CONTEXT gathered, if anything and its gathering lock is
  * free (as mca_btl_ofi_putv_send). The progress callback's pass. */

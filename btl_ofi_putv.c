@@ -269,12 +269,7 @@ void mca_btl_ofi_putv_send_all(void)
 }
 
 int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
-                            mca_btl_base_registration_handle_t *result_handle,
-                            mca_btl_base_registration_handle_t *remote_handle,
-                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
-                            void *cbcontext, void *cbdata)
+                            mca_btl_ofi_endpoint_t *endpoint, const mca_btl_ofi_amo_args_t *amo)
 {
     mca_btl_ofi_completion_t *comp;
     mca_btl_ofi_amo_req_t req;
@@ -288,14 +283,12 @@ int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
         if ((context->putv.count + 1) * sizeof(mca_btl_ofi_putv_piece_t) + context->putv.bytes
                 + sizeof(req)
             <= mca_btl_ofi_putv_room(module)) {
-            comp = mca_btl_ofi_amo_prepare(module, context, endpoint, result, remote_address,
-                                           result_handle, remote_handle, op, operand, compare,
-                                           is_cswap, flags, cbfunc, cbcontext, cbdata, &req);
+            comp = mca_btl_ofi_amo_prepare(module, context, endpoint, amo, &req);
             if (OPAL_UNLIKELY(NULL == comp)) {
                 MCA_BTL_OFI_UNLOCK(&context->putv.lock);
                 return OPAL_ERR_OUT_OF_RESOURCE;
             }
-            if (flags & MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED) {
+            if (amo->flags & MCA_BTL_OFI_ATOMIC_FLAG_UNHURRIED) {
                 /* its answer may wait for the target's next message to us */
                 req.hdr.flags |= MCA_BTL_OFI_AMO_UNHURRIED;
             }
@@ -315,9 +308,7 @@ int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t 
         return OPAL_ERR_NOT_FOUND; /* nothing to follow: the provider's own */
     }
     /* a message of its own, behind theirs */
-    return mca_btl_ofi_amo_request(module, endpoint, result, remote_address, result_handle,
-                                   remote_handle, op, operand, compare, is_cswap, flags, cbfunc,
-                                   cbcontext, cbdata);
+    return mca_btl_ofi_amo_request(module, endpoint, amo);
 }
 
 void mca_btl_ofi_putv_send_to(mca_btl_ofi_context_t *context, mca_btl_ofi_endpoint_t *endpoint)

@@ -42,12 +42,7 @@ void mca_btl_ofi_putv_send(mca_btl_ofi_context_t *context);
  * order). OPAL_ERR_NOT_FOUND, nothing done, when no such puts are open:
  * the caller posts it as usual. */
 int mca_btl_ofi_putv_atomic(mca_btl_ofi_module_t *module, mca_btl_ofi_context_t *context,
-                            mca_btl_ofi_endpoint_t *endpoint, void *result, uint64_t remote_address,
-                            mca_btl_base_registration_handle_t *result_handle,
-                            mca_btl_base_registration_handle_t *remote_handle,
-                            mca_btl_base_atomic_op_t op, uint64_t operand, uint64_t compare,
-                            bool is_cswap, int flags, mca_btl_base_rdma_completion_fn_t cbfunc,
-                            void *cbcontext, void *cbdata);
+                            mca_btl_ofi_endpoint_t *endpoint, const mca_btl_ofi_amo_args_t *amo);
 
 /** Send what CONTEXT gathered, if it is for ENDPOINT (a message to it must
  * follow them: mca_btl_ofi_getv_atomic). The gathering lock is taken. */

@@ -133,6 +133,25 @@ typedef struct mca_btl_ofi_op_t {
     int kind;
 } mca_btl_ofi_op_t;
 
+/** An atomic as the BTL API hands it over (btl_atomic_op, _fop, _cswap),
+ * passed whole to the paths that carry it in a message of ours: alone
+ * (mca_btl_ofi_amo_request) or behind gathered puts or gets
+ * (mca_btl_ofi_putv_atomic, mca_btl_ofi_getv_atomic). */
+typedef struct mca_btl_ofi_amo_args_t {
+    void *result; /* the old value's place, NULL for a non-fetching op */
+    uint64_t remote_address;
+    mca_btl_base_registration_handle_t *result_handle;
+    mca_btl_base_registration_handle_t *remote_handle;
+    mca_btl_base_atomic_op_t op;
+    uint64_t operand;
+    uint64_t compare;
+    bool is_cswap;
+    int flags;
+    mca_btl_base_rdma_completion_fn_t cbfunc;
+    void *cbcontext;
+    void *cbdata;
+} mca_btl_ofi_amo_args_t;
+
 /** Counters exposed as MPI_T performance variables (summed over contexts). */
 typedef struct mca_btl_ofi_counters_t {
     uint64_t put_count;
