@@ -133,6 +133,27 @@ static inline void mca_btl_ofi_send_inflight(mca_btl_ofi_context_t *context,
     mca_btl_ofi_add64(n > 0 ? &endpoint->posted : &endpoint->completed, n > 0 ? n : -n);
 }
 
+/** Whether a message of LEN bytes may go to ENDPOINT now, where it has a
+ * budget (endpoint->stream_limit: a peer of this node on sockets, whose
+ * connection stops for good once it holds too much the peer has not read;
+ * btl_ofi_module.c, mca_btl_ofi_provider_quirks, says how). Bytes of our
+ * messages to it posted and not complete count; one alone always goes. A
+ * refusal is counted (stream_held) and the caller keeps the message, in
+ * order, for progress to post once completions made room (the backlogs).
+ * The context lock is held. */
+static inline bool mca_btl_ofi_stream_room(mca_btl_ofi_context_t *context,
+                                           const struct mca_btl_base_endpoint_t *endpoint,
+                                           size_t len)
+{
+    int64_t inflight = endpoint->stream_bytes;
+
+    if (0 == inflight || inflight + (int64_t) len <= endpoint->stream_limit) {
+        return true;
+    }
+    ++context->counters.stream_held;
+    return false;
+}
+
 /** Operations of any kind in flight on a context: what a new operation
  * is admitted against, and what closing waits for. */
 static inline int64_t mca_btl_ofi_tx_busy(const mca_btl_ofi_context_t *context)
@@ -183,7 +204,23 @@ enum {
      * acknowledged by a message of the receiver's own (sockets: one more
      * send and receive at each end per message) */
     MCA_BTL_OFI_QUIRK_SEND_ACKED = 0x100,
+    /* a connection between two processes of one node (loopback, 64 KiB
+     * segments) can stop for good once the receiver fell behind: every
+     * peer there gets a budget of bytes in flight (mca_btl_ofi_stream_room) */
+    MCA_BTL_OFI_QUIRK_STREAM_STALL = 0x200,
 };
+
+/* Under MCA_BTL_OFI_QUIRK_STREAM_STALL: the largest message (the module's
+ * eager limit and send size, for every peer), and the bytes of messages in
+ * flight to one peer of this node (btl_ofi_stream_budget's default). What
+ * messages of ours can then leave unread in one direction of a
+ * connection: the budget, 16 unacknowledged small ones
+ * (mca_btl_ofi_frag_send_quick) and the provider's acknowledgements,
+ * about 26 KiB, below the 64 KiB at which Linux closes a loopback
+ * receiver's window whose buffer is the default 128 KiB
+ * (btl_ofi_module.c says why that matters). */
+#define MCA_BTL_OFI_STREAM_PIECE 16384
+#define MCA_BTL_OFI_STREAM_BUDGET 20480
 uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 
 /* Our largest message's payload on tcp;ofi_rxm unless the user sets

@@ -386,6 +386,17 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->put_gather_size);
 
+    c->stream_budget = MCA_BTL_OFI_STREAM_BUDGET;
+    (void) mca_base_component_var_register(
+        &c->super.btl_version, "stream_budget",
+        "Bytes of messages in flight to one peer of this node where the provider's "
+        "connection between two local processes stops for good once the receiver holds too "
+        "much it has not read (sockets over loopback; see the README, Stream budget). "
+        "Further ones wait for earlier ones to complete (pvar btl_ofi_stream_held). 0: no "
+        "budget, at that risk. Default 20 KiB",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
+        &c->stream_budget);
+
     c->get_gather_size = 16384; /* as puts: 2 KiB gets 246 -> 793 MB/s on tcp;ofi_rxm */
     (void) mca_base_component_var_register(
         &c->super.btl_version, "get_gather_size",
@@ -592,6 +603,12 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             "provider's acknowledgement where it acknowledges every other "
                             "(sockets): at most 16 in a row to a peer, then one acknowledged",
                             offsetof(mca_btl_ofi_counters_t, send_quick));
+    mca_btl_ofi_reg_counter("stream_held",
+                            "Times a message to a peer of this node was held back until earlier "
+                            "ones completed, each try counted (sockets: a budget of 20 KiB of "
+                            "messages in flight per peer, below what stalls a loopback "
+                            "connection for good)",
+                            offsetof(mca_btl_ofi_counters_t, stream_held));
     mca_btl_ofi_reg_counter("recv_count",
                             "Messages received by this process (two-sided, emulated atomics)",
                             offsetof(mca_btl_ofi_counters_t, recv_count));
@@ -909,6 +926,14 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
                     && (mca_btl_ofi_provider_quirks(taken[i]->info->fabric_attr->prov_name)
                         & MCA_BTL_OFI_QUIRK_SEND_ACKED)
                 ? taken[i]->info->tx_attr->inject_size
+                : 0;
+        /* a budget per peer of this node (mca_btl_ofi_stream_room); the
+         * rails' numbered messages and copies are accounted otherwise */
+        taken[i]->stream_budget =
+            !taken[i]->track
+                    && (mca_btl_ofi_provider_quirks(taken[i]->info->fabric_attr->prov_name)
+                        & MCA_BTL_OFI_QUIRK_STREAM_STALL)
+                ? (int64_t) c->stream_budget
                 : 0;
     }
     /* atomics behind gathered puts: their messages and the atomic's leave

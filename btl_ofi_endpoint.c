@@ -38,6 +38,8 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->answer_held = false;
     endpoint->quick_sent = 0;
     endpoint->ack_open = false;
+    endpoint->stream_bytes = 0;
+    endpoint->stream_limit = 0;
     endpoint->held_context = NULL;
     memset(&endpoint->live.host, 0, sizeof(endpoint->live.host));
     endpoint->live.seen_completed = 0;
@@ -178,6 +180,9 @@ int mca_btl_ofi_endpoint_create(mca_btl_ofi_module_t *module, struct opal_proc_t
      * Open MPI places on this node are checked there */
     if (!OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags)) {
         endpoint->live.checkable = false;
+    } else {
+        /* its connection runs over loopback (mca_btl_ofi_stream_room) */
+        endpoint->stream_limit = module->stream_budget;
     }
     *ep_out = endpoint;
     return OPAL_SUCCESS;

@@ -27,6 +27,7 @@ static void mca_btl_ofi_frag_construct(mca_btl_ofi_frag_t *frag)
     frag->context = NULL;
     frag->state = MCA_BTL_OFI_FRAG_PLAIN;
     frag->checkpoint = false;
+    frag->stream_len = 0;
     frag->orphan_refs = 0;
 }
 
@@ -198,12 +199,9 @@ mca_btl_ofi_frag_send_quick(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t *
     return rc;
 }
 
-static inline ssize_t mca_btl_ofi_frag_fi_send(mca_btl_ofi_context_t *context,
-                                               mca_btl_ofi_frag_t *frag, size_t len)
+static inline ssize_t mca_btl_ofi_frag_fi_send_plain(mca_btl_ofi_context_t *context,
+                                                     mca_btl_ofi_frag_t *frag, size_t len)
 {
-    if (OPAL_UNLIKELY(context->module->track)) {
-        return mca_btl_ofi_seq_send(context, frag, len);
-    }
     if (OPAL_UNLIKELY(context->module->quick_max)) {
         return mca_btl_ofi_frag_send_quick(context, frag, len);
     }
@@ -211,6 +209,38 @@ static inline ssize_t mca_btl_ofi_frag_fi_send(mca_btl_ofi_context_t *context,
                ? -FI_EIO
                : fi_send(context->tx, frag->hdr, len, NULL, frag->endpoint->addrs[context->index],
                          &frag->op.ofi_ctx);
+}
+
+/* A message to a peer with a budget of bytes in flight
+ * (mca_btl_ofi_stream_room): -FI_EAGAIN while the budget is spent; its
+ * bytes count until its completion (mca_btl_ofi_frag_sent). The context
+ * lock is held. */
+static __opal_attribute_noinline__ ssize_t
+mca_btl_ofi_frag_send_metered(mca_btl_ofi_context_t *context, mca_btl_ofi_frag_t *frag, size_t len)
+{
+    ssize_t rc;
+
+    if (!mca_btl_ofi_stream_room(context, frag->endpoint, len)) {
+        return -FI_EAGAIN;
+    }
+    rc = mca_btl_ofi_frag_fi_send_plain(context, frag, len);
+    if (OPAL_LIKELY(0 == rc)) {
+        frag->stream_len = (uint32_t) len;
+        mca_btl_ofi_add64(&frag->endpoint->stream_bytes, (int64_t) len);
+    }
+    return rc;
+}
+
+static inline ssize_t mca_btl_ofi_frag_fi_send(mca_btl_ofi_context_t *context,
+                                               mca_btl_ofi_frag_t *frag, size_t len)
+{
+    if (OPAL_UNLIKELY(context->module->track)) {
+        return mca_btl_ofi_seq_send(context, frag, len);
+    }
+    if (OPAL_UNLIKELY(frag->endpoint->stream_limit)) {
+        return mca_btl_ofi_frag_send_metered(context, frag, len);
+    }
+    return mca_btl_ofi_frag_fi_send_plain(context, frag, len);
 }
 
 /* Post a fragment's message; the context lock is held. -FI_EAGAIN when the
@@ -541,6 +571,11 @@ void mca_btl_ofi_frag_sent(mca_btl_ofi_frag_t *frag, int status)
         MCA_BTL_OFI_LOCK(&context->lock);
         endpoint->ack_open = false;
         MCA_BTL_OFI_UNLOCK(&context->lock);
+    }
+    if (OPAL_UNLIKELY(frag->stream_len)) {
+        /* read or failed: its bytes no longer wait on the peer */
+        mca_btl_ofi_add64(&endpoint->stream_bytes, -(int64_t) frag->stream_len);
+        frag->stream_len = 0;
     }
     if (OPAL_UNLIKELY(MCA_BTL_OFI_FRAG_PLAIN != frag->state)
         && mca_btl_ofi_seq_settle(frag, status, &keep)) {

@@ -46,6 +46,7 @@ typedef struct mca_btl_ofi_frag_t {
     mca_btl_ofi_module_t *home;
     int state;                    /* MCA_BTL_OFI_FRAG_* */
     bool checkpoint;              /* its completion ends endpoint->ack_open */
+    uint32_t stream_len;          /* its bytes in endpoint->stream_bytes */
     volatile int32_t orphan_refs; /* an orphan's owners left (provider, pml) */
 } mca_btl_ofi_frag_t;
 OBJ_CLASS_DECLARATION(mca_btl_ofi_frag_t);

@@ -783,7 +783,7 @@ static const struct {
 } mca_btl_ofi_limits[] = {
     {"shm", 32768, 8192, 32768},
     {"tcp;ofi_rxm", MCA_BTL_OFI_RXM_MAX_SEND, 8192, MCA_BTL_OFI_RXM_MAX_SEND},
-    {"sockets", 65536, 8192, 65536},
+    {"sockets", MCA_BTL_OFI_STREAM_PIECE, 8192, MCA_BTL_OFI_STREAM_PIECE},
     {"udp;ofi_rxd", 65536, 8192, 65536},
 };
 
@@ -808,6 +808,27 @@ static const struct {
  * 0 of 10 hung, and ob1's latency, bandwidth and message rate over shm
  * did not drop.
  *
+ * sockets in libfabric 1.17, between two processes of one node (loopback:
+ * 64 KiB segments, a 128 KiB receive buffer by default): a receiver that
+ * fell behind (busy, descheduled, late to MPI) lets a sender's bytes pile
+ * up in its socket, which Linux merges into one large buffer. The
+ * provider reads message by message and waits, peeking, until a whole
+ * message header has arrived; when the bytes that arrived end inside a
+ * header, what it has read leaves that large buffer still held for the
+ * header's first bytes, so Linux sees the socket nearly full and
+ * advertises no window (less room than one segment), the sender cannot
+ * send the header's rest, and the connection stops for good. Seen in
+ * tests/twosided late on sockets, 4 ranks, about 1 run in 30 (ss: 23 bytes
+ * unread holding 305 KB of the receive buffer, 911 KB waiting at the
+ * sender, zero window for minutes). Across hosts (1500-byte segments) the
+ * window reopens. So to every peer of this node at most
+ * btl_ofi_stream_budget bytes of our messages are in flight, each at most
+ * MCA_BTL_OFI_STREAM_PIECE (mca_btl_ofi_stream_room). Puts and gets are
+ * not held: their bytes flow while the process that waits for them drives
+ * the provider (a budget on them cut ob1's 16 MiB transfers to 158 MB/s);
+ * a process that stops driving it with a large one in flight remains
+ * exposed, not seen in any test.
+ *
  * ofi_rxm in libfabric 1.17: closing an endpoint whose connection still
  * holds messages (a link that failed while they were in flight; btl/ofi
  * sent copies over another rail) flushes the connection, and the
@@ -829,7 +850,7 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name)
     }
     if (0 == strcmp(prov_name, "sockets")) {
         return MCA_BTL_OFI_QUIRK_INJECT_QUEUED | MCA_BTL_OFI_QUIRK_CPU_ATOMICS
-               | MCA_BTL_OFI_QUIRK_SEND_ACKED;
+               | MCA_BTL_OFI_QUIRK_SEND_ACKED | MCA_BTL_OFI_QUIRK_STREAM_STALL;
     }
     return 0;
 }

@@ -173,6 +173,9 @@ typedef struct mca_btl_ofi_counters_t {
     /* messages sent unacknowledged where the provider acknowledges every
      * other (mca_btl_ofi_frag_send_quick) */
     uint64_t send_quick;
+    /* tries of a message to a peer of this node held back until earlier
+     * ones completed (mca_btl_ofi_stream_room) */
+    uint64_t stream_held;
     /* peers' puts that arrived in our memory with remote completion data
      * (btl_ofi_put_notify_size): counted with mca_btl_ofi_add64 */
     volatile int64_t put_notified;
@@ -388,6 +391,10 @@ struct mca_btl_base_endpoint_t {
      * in flight (cleared by its completion); under the context lock */
     uint16_t quick_sent;
     bool ack_open;
+    /* bytes of our messages to it posted and not complete, and how many
+     * may be (0: no budget; mca_btl_ofi_stream_room) */
+    volatile int64_t stream_bytes;
+    int64_t stream_limit;
     struct mca_btl_ofi_context_t *held_context;
     mca_btl_ofi_putv_amo_resp_t held_answer;
     mca_btl_ofi_ep_rail_t rail;
@@ -482,6 +489,10 @@ typedef struct mca_btl_ofi_module_t {
      * peer (mca_btl_ofi_frag_fi_send); 0: every one is sent with the
      * endpoint's flags. One context, one rail, MCA_BTL_OFI_QUIRK_SEND_ACKED */
     size_t quick_max;
+    /* bytes of messages in flight to each peer of this node
+     * (endpoint->stream_limit), 0: no budget. One rail,
+     * MCA_BTL_OFI_QUIRK_STREAM_STALL */
+    int64_t stream_budget;
     int64_t tx_limit; /* operations in flight per context (tx queue size) */
     /* bytes of one FI_MULTI_RECV buffer, 0 when receives use single buffers */
     size_t multi_recv_size;
@@ -559,6 +570,7 @@ typedef struct mca_btl_ofi_component_t {
     size_t get_gather_size;    /* gets likewise */
     size_t put_copied_max;     /* btl_ofi_put_copied_max: puts copied before btl_put returns */
     bool put_copied_ordered;   /* btl_ofi_put_copied_ordered: atomics applied after them */
+    size_t stream_budget;      /* btl_ofi_stream_budget */
     int atomic_unhurried_flag; /* btl_ofi_atomic_unhurried_flag (btl_ofi_answers.c) */
     size_t get_ordered_max;    /* btl_ofi_get_ordered_max: atomics applied after such gets */
     /* storage of btl_ofi_bandwidth_IF and btl_ofi_latency_IF, one per rail

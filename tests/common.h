@@ -278,6 +278,7 @@ enum {
     TC_FLUSH_COUNT,
     TC_ANSWER_CARRIED,
     TC_SEND_QUICK,
+    TC_STREAM_HELD,
     TC_NCOUNTERS
 };
 
@@ -286,6 +287,7 @@ static const char *const tc_counter_names[TC_NCOUNTERS] = {
     "btl_ofi_put_bytes", "btl_ofi_get_bytes",    "btl_ofi_put_notified",
     "btl_ofi_put_gathered", "btl_ofi_get_gathered", "btl_ofi_send_count",
     "btl_ofi_flush_count", "btl_ofi_answer_carried", "btl_ofi_send_quick",
+    "btl_ofi_stream_held",
 };
 
 typedef struct {
