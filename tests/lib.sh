@@ -199,16 +199,23 @@ text_only() { # file...
 # The stacks of every thread of the programs under job PID (not the shells
 # and launchers between), appended to LOG: what a hung job was waiting
 # for, read before it is killed, so that a rare hang leaves its cause.
-dump_stacks() { # log pid
-    local log=$1 p comm
-    local -a all=() queue=("$2")
+# PID and every process below it, one per line.
+job_tree() { # pid
+    local p
+    local -a queue=("$1")
     while ((${#queue[@]})); do
         p=${queue[0]}
         queue=("${queue[@]:1}")
-        all+=("$p")
+        echo "$p"
         # shellcheck disable=SC2207 # pids: words
         queue+=($(ps -o pid= --ppid "$p" 2>/dev/null))
     done
+}
+
+dump_stacks() { # log pid
+    local log=$1 p comm
+    local -a all=()
+    mapfile -t all < <(job_tree "$2")
     for p in "${all[@]}"; do
         comm=$(ps -o comm= -p "$p" 2>/dev/null) || continue
         case $comm in
@@ -225,10 +232,14 @@ dump_stacks() { # log pid
 }
 
 # A watchdog for job PID: after SECS it touches FLAG, dumps the job's stacks
-# into LOG, then TERMs the job's process group, KILLs it 20 s later.
-# Ended with TERM while the job still runs in time.
+# into LOG, then TERMs the job's process group and every process below it,
+# KILLs them 20 s later. The MPI processes too, one by one: mpirun starts
+# them in process groups of their own, and a hung one it did not end kept
+# spinning through the rest of a CI run (2026-12-03: twosided 4.5 -> 9.5
+# min). Ended with TERM while the job still runs in time.
 hang_watch() { # secs pid log flag
     local s=""
+    local -a tree=()
     trap 'kill "$s" 2>/dev/null; exit 0' TERM
     sleep "$1" &
     s=$!
@@ -237,12 +248,13 @@ hang_watch() { # secs pid log flag
     : >"$4"
     echo "---- the job runs beyond its ${1}s: taken to be hung ----" >>"$3"
     dump_stacks "$3" "$2"
-    kill -TERM -- "-$2" 2>/dev/null
+    mapfile -t tree < <(job_tree "$2")
+    kill -TERM -- "-$2" "${tree[@]}" 2>/dev/null
     sleep 20 &
     s=$!
     trap 'kill "$s" 2>/dev/null; exit 0' TERM
     wait "$s"
-    kill -KILL -- "-$2" 2>/dev/null
+    kill -KILL -- "-$2" "${tree[@]}" 2>/dev/null
 }
 
 # CMD in its own process group (setsid), so that a hang ends all of it; a
