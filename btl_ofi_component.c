@@ -605,9 +605,9 @@ static void mca_btl_ofi_register_counters(mca_btl_ofi_component_t *c)
                             offsetof(mca_btl_ofi_counters_t, send_quick));
     mca_btl_ofi_reg_counter("stream_held",
                             "Times a message to a peer of this node was held back until earlier "
-                            "ones completed, each try counted (sockets: a budget of 20 KiB of "
-                            "messages in flight per peer, below what stalls a loopback "
-                            "connection for good)",
+                            "ones completed, each try counted (sockets: btl_ofi_stream_budget "
+                            "bytes of messages in flight per peer, below what stalls a "
+                            "loopback connection for good)",
                             offsetof(mca_btl_ofi_counters_t, stream_held));
     mca_btl_ofi_reg_counter("recv_count",
                             "Messages received by this process (two-sided, emulated atomics)",
@@ -919,22 +919,19 @@ static mca_btl_base_module_t **mca_btl_ofi_publish(mca_btl_ofi_module_t **taken,
     }
     c->only_context = 1 == ntaken && 1 == taken[0]->num_contexts ? taken[0]->contexts : NULL;
     for (int i = 0; i < ntaken; ++i) {
+        const uint32_t quirks = mca_btl_ofi_provider_quirks(taken[i]->info->fabric_attr->prov_name);
+
         /* frag_send_quick keeps its per-peer counts under the one
          * context's lock; numbered messages (rails) are all acknowledged */
-        taken[i]->quick_max =
-            1 == taken[i]->num_contexts && !taken[i]->track
-                    && (mca_btl_ofi_provider_quirks(taken[i]->info->fabric_attr->prov_name)
-                        & MCA_BTL_OFI_QUIRK_SEND_ACKED)
-                ? taken[i]->info->tx_attr->inject_size
-                : 0;
+        taken[i]->quick_max = 1 == taken[i]->num_contexts && !taken[i]->track
+                                      && (quirks & MCA_BTL_OFI_QUIRK_SEND_ACKED)
+                                  ? taken[i]->info->tx_attr->inject_size
+                                  : 0;
         /* a budget per peer of this node (mca_btl_ofi_stream_room); the
          * rails' numbered messages and copies are accounted otherwise */
-        taken[i]->stream_budget =
-            !taken[i]->track
-                    && (mca_btl_ofi_provider_quirks(taken[i]->info->fabric_attr->prov_name)
-                        & MCA_BTL_OFI_QUIRK_STREAM_STALL)
-                ? (int64_t) c->stream_budget
-                : 0;
+        taken[i]->stream_budget = !taken[i]->track && (quirks & MCA_BTL_OFI_QUIRK_STREAM_STALL)
+                                      ? (int64_t) c->stream_budget
+                                      : 0;
     }
     /* atomics behind gathered puts: their messages and the atomic's leave
      * one context in order, over one rail, and the target's processor

@@ -196,9 +196,6 @@ text_only() { # file...
     done
 }
 
-# The stacks of every thread of the programs under job PID (not the shells
-# and launchers between), appended to LOG: what a hung job was waiting
-# for, read before it is killed, so that a rare hang leaves its cause.
 # PID and every process below it, one per line.
 job_tree() { # pid
     local p
@@ -212,6 +209,9 @@ job_tree() { # pid
     done
 }
 
+# The stacks of every thread of the programs under job PID (not the shells
+# and launchers between), appended to LOG: what a hung job was waiting
+# for, read before it is killed, so that a rare hang leaves its cause.
 dump_stacks() { # log pid
     local log=$1 p comm
     local -a all=()
