@@ -213,22 +213,36 @@ job_tree() { # pid
 # and launchers between), appended to LOG: what a hung job was waiting
 # for, read before it is killed, so that a rare hang leaves its cause.
 dump_stacks() { # log pid
-    local log=$1 p comm
-    local -a all=()
+    local log=$1 p comm rank stacks where
+    local -a all=() summary=()
     mapfile -t all < <(job_tree "$2")
     for p in "${all[@]}"; do
         comm=$(ps -o comm= -p "$p" 2>/dev/null) || continue
         case $comm in
         bash | sh | timeout | setsid | sleep | mpirun | orterun | orted | ssh) continue ;;
         esac
-        echo "---- hung: stacks of pid $p ($comm) ----"
-        if command -v gdb >/dev/null 2>&1; then
-            timeout -k 5 60 gdb -p "$p" -batch -nx -ex 'thread apply all bt' </dev/null 2>&1 |
-                grep -E '^(#|Thread )'
-        else
+        rank=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+        echo "---- hung: stacks of pid $p ($comm, rank ${rank:-?}) ----"
+        if ! command -v gdb >/dev/null 2>&1; then
             echo "(no gdb: apt-get install gdb for the stacks of a hung job)"
+            continue
         fi
+        # the stacks, then btl/ofi's counters and queues (tests/btl-state.py)
+        stacks=$(timeout -k 5 60 gdb -p "$p" -batch -nx -ex 'thread apply all bt' \
+            -x "$repo/tests/btl-state.py" </dev/null 2>&1 | grep -E '^(#|Thread |btl/ofi|  peer )')
+        grep -vE '^(btl/ofi|  peer )' <<<"$stacks"
+        # the main thread's MPI call and line of the test, for the summary
+        where=$(sed -n '/^Thread 1 /,/^Thread /p' <<<"$stacks" |
+            grep -oE 'in P?MPI_[A-Za-z_]+|in main \(.*\) at [^ ]*' | sed 's/^in //; s/ (.*) at / at /' |
+            tr '\n' ' ')
+        summary+=("pid $p rank ${rank:-?}: ${where:-no MPI call on the main thread}")
+        mapfile -t -O "${#summary[@]}" summary < <(grep -E '^(btl/ofi|  peer )' <<<"$stacks")
     done >>"$log"
+    # last, so that the lines a FAIL shows (the log's tail) hold it
+    if ((${#summary[@]})); then
+        echo "---- hung: where each process waits, btl/ofi's state ----"
+        printf '%s\n' "${summary[@]}"
+    fi >>"$log"
 }
 
 # A watchdog for job PID: after SECS it touches FLAG, dumps the job's stacks
