@@ -617,6 +617,45 @@ static bool mca_btl_ofi_drain_owed_to_gone(mca_btl_ofi_module_t *module, int *pe
     return owed > 0;
 }
 
+/* At verbose INFO, when finalize gave up waiting: what each context
+ * still counts, and each peer owed work with what is known of it, so
+ * that the cause of a wait the drain could not cut short shows. */
+static void mca_btl_ofi_drain_report(mca_btl_ofi_module_t *module)
+{
+    opal_list_t *lists[2] = {&module->endpoints, &module->retired};
+    mca_btl_ofi_endpoint_t *endpoint;
+
+    if (mca_btl_ofi_component.verbose < MCA_BTL_OFI_VERBOSE_INFO) {
+        return;
+    }
+    for (int i = 0; i < module->num_contexts; ++i) {
+        const mca_btl_ofi_context_t *context = module->contexts + i;
+        MCA_BTL_OFI_VERBOSE(MCA_BTL_OFI_VERBOSE_INFO,
+                            "rail %d context %d at the drain's end: %lld operation(s), %lld "
+                            "message(s) in flight (%lld carried as messages), %lld queued",
+                            module->rail, i, (long long) context->outstanding,
+                            (long long) context->sends_outstanding, (long long) context->emulated,
+                            (long long) context->nqueued);
+    }
+    for (int l = 0; l < 2; ++l) {
+        OPAL_LIST_FOREACH (endpoint, lists[l], mca_btl_ofi_endpoint_t) {
+            if (!mca_btl_ofi_endpoint_owed(module, endpoint)) {
+                continue;
+            }
+            MCA_BTL_OFI_VERBOSE(
+                MCA_BTL_OFI_VERBOSE_INFO,
+                "rail %d: peer %s%s owed: %lld posted, %lld completed; lost %d dead %d "
+                "finalized %d, same host %d, liveness address %s",
+                module->rail,
+                NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
+                l ? " (retired)" : "", (long long) endpoint->posted,
+                (long long) endpoint->completed, endpoint->lost, endpoint->dead,
+                endpoint->live.finalized, endpoint->live.checkable,
+                0 != endpoint->live.host.ss_family ? "known" : "none");
+        }
+    }
+}
+
 /* Seconds between two looks at the peers finalize still waits for (each
  * may probe their hosts). */
 #define MCA_BTL_OFI_DRAIN_LOOK_SECONDS 0.05
@@ -646,6 +685,7 @@ static void mca_btl_ofi_drain(mca_btl_ofi_module_t *module)
             look = mca_btl_ofi_now() + MCA_BTL_OFI_DRAIN_LOOK_SECONDS;
         }
         if (now > deadline) {
+            mca_btl_ofi_drain_report(module);
             MCA_BTL_OFI_SHOW_HELP("drain timeout", opal_process_info.nodename,
                                   (long long) mca_btl_ofi_outstanding(module),
                                   MCA_BTL_OFI_DRAIN_SECONDS);
