@@ -226,7 +226,7 @@ uint32_t mca_btl_ofi_provider_quirks(const char *prov_name);
 /* Our largest message's payload on tcp;ofi_rxm unless the user sets
  * btl_ofi_max_send_size (btl_ofi_module.c's table of limits); ofi_rxm's
  * eager limit is made to cover it with our header (btl_ofi_provenv.c) */
-#define MCA_BTL_OFI_RXM_MAX_SEND 16384
+#define MCA_BTL_OFI_RXM_MAX_SEND 65536
 
 /* Whether the user left the variable btl_ofi_<name> at its default (a
  * variable not registered counts as set). Here, not in a file, because

@@ -806,9 +806,13 @@ int mca_btl_ofi_finalize(mca_btl_base_module_t *btl)
  *   shm       an eager send beats ob1's rendezvous (RTS, btl get, FIN)
  *             up to 32 KiB and loses above: eager and send fragments of
  *             32 KiB, 8 KiB in the rendezvous's first fragment.
- *   tcp;ofi_rxm  rxm carries messages up to its 16 KiB eager buffers in
- *             one go; above that it runs its own rendezvous, no faster
- *             than ob1's: eager up to 16 KiB.
+ *   tcp;ofi_rxm  rxm sends a message up to its eager limit in one go
+ *             from the caller's buffer (FI_OFI_RXM_EAGER_LIMIT, which
+ *             btl_ofi_provenv.c sets to our largest message: no bounce
+ *             buffer of that size): eager and send fragments of 64 KiB.
+ *             Across hosts ob1's rendezvous at 16-32 KiB took 2-3x the
+ *             time of one send (16 KiB when rxm's own eager buffers
+ *             capped it at that, 2026-12-03).
  *   sockets, udp;ofi_rxd  one send beats ob1's rendezvous round trips at
  *             every size up to 64 KiB: eager and send fragments of 64 KiB.
  * Any other provider keeps the template's 8 KiB eager limit and 32 KiB

@@ -19,7 +19,7 @@
  *   freed (the pools start at 1024 buffers).
  *
  * FI_OFI_RXM_BUFFER_SIZE=2048 with FI_OFI_RXM_EAGER_LIMIT = our largest
- *   message (16 KiB and our header, 16400): over tcp rxm sends an eager
+ *   message (64 KiB and our header, 65552): over tcp rxm sends an eager
  *   message from the caller's buffer and receives it into the posted one
  *   (its direct send and dynamic receive buffering), so a message up to
  *   the eager limit needs no bounce buffer of its size; the buffers then

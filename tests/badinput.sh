@@ -76,7 +76,7 @@ cases=(
     "emulate_rma_1|--mca btl_ofi_provider_include sockets --mca btl_ofi_verbose 5 --mca btl_ofi_emulate_rma 1|puts and gets carried as messages of 16320 data bytes|run:sockets"
     "rxm_rx_size_default|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_verbose 1|ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=1024 \\(btl/ofi's default|run:tcp;ofi_rxm"
     "rxm_rx_size_user|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_verbose 1 -x FI_OFI_RXM_MSG_RX_SIZE=2048|ofi_rxm receive queue: FI_OFI_RXM_MSG_RX_SIZE=2048 \\(the user's\\)|run:tcp;ofi_rxm"
-    "rxm_buffers_default|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_verbose 1|ofi_rxm bounce buffers: FI_OFI_RXM_BUFFER_SIZE=2048, FI_OFI_RXM_EAGER_LIMIT=16400 \\(btl/ofi's default|run:tcp;ofi_rxm"
+    "rxm_buffers_default|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_verbose 1|ofi_rxm bounce buffers: FI_OFI_RXM_BUFFER_SIZE=2048, FI_OFI_RXM_EAGER_LIMIT=65552 \\(btl/ofi's default|run:tcp;ofi_rxm"
     "rxm_buffers_user|--mca btl_ofi_provider_include tcp;ofi_rxm --mca btl_ofi_verbose 1 -x FI_OFI_RXM_BUFFER_SIZE=4096|ofi_rxm bounce buffers: FI_OFI_RXM_BUFFER_SIZE=4096, FI_OFI_RXM_EAGER_LIMIT=libfabric's default \\(the user's\\)|run:tcp;ofi_rxm"
     "bandwidth_all|--mca btl_ofi_provider_include sockets --mca btl_ofi_if_include lo --mca btl_ofi_verbose 1 --mca btl_ofi_bandwidth 777 --mca btl_ofi_latency 3|rail 0 \\(interface lo\\): bandwidth 777 MB/s \\(btl_ofi_bandwidth\\), latency 3 \\(btl_ofi_latency\\)|run:sockets"
 )
