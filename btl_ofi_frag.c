@@ -50,9 +50,15 @@ static int mca_btl_ofi_frag_item_init(opal_free_list_item_t *item, void *ctx)
 
 int mca_btl_ofi_frags_init(mca_btl_ofi_module_t *module)
 {
+    /* the list starts and grows by about 1 MiB of messages (every byte
+     * touched: mca_btl_ofi_frag_item_init), 16 to 64 of them: with 64
+     * messages of 64 KiB (tcp;ofi_rxm) a process held 3 MiB more */
+    size_t per_mib = ((size_t) 1 << 20) / module->msg_size;
+    int count = per_mib < 16 ? 16 : per_mib > 64 ? 64 : (int) per_mib;
+
     return opal_free_list_init(&module->frags, sizeof(mca_btl_ofi_frag_t), opal_cache_line_size,
                                OBJ_CLASS(mca_btl_ofi_frag_t), module->msg_size,
-                               opal_cache_line_size, 64, -1, 64, NULL, 0, NULL,
+                               opal_cache_line_size, count, -1, count, NULL, 0, NULL,
                                mca_btl_ofi_frag_item_init, module);
 }
 
