@@ -71,12 +71,7 @@ for ((r = 1; r <= REPS; ++r)); do
     fi
 done
 
-awk '
-function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; ++i) for (j = i + 1; j <= n; ++j) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -f "$bench/median.awk" -f /dev/stdin "$out/data.txt" <<'AWK' |
 { k = $2 " " $3 " " $4; v[$1 " " k] = v[$1 " " k] " " $5; keys[k] = 1 }
 END {
     printf "| operation | size (B) | metric | 64 KiB | 16 KiB | ratio |\n|---|---:|---|---:|---:|---:|\n"
@@ -88,4 +83,6 @@ END {
         ratio = p[3] == "lat" ? mb / ma : ma / mb
         printf "| %s | %d | %s | %.2f | %.2f | %.2fx |\n", p[1] == "send" ? "ob1 send" : "osc accumulate", p[2], p[3] == "lat" ? "latency us" : "bandwidth MB/s", ma, mb, ratio
     }
-}' "$out/data.txt" | { read -r h1; read -r h2; echo "$h1"; echo "$h2"; sort -t'|' -k2,2 -k4,4 -k3,3n; } | tee "$out/table.md"
+}
+AWK
+    { read -r h1; read -r h2; echo "$h1"; echo "$h2"; sort -t'|' -k2,2 -k4,4 -k3,3n; } | tee "$out/table.md"

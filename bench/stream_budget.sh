@@ -56,12 +56,7 @@ for ((r = 1; r <= REPS; ++r)); do
     fi
 done
 
-awk '
-function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 1; i <= n; ++i) for (j = i + 1; j <= n; ++j) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -f "$here/median.awk" -f /dev/stdin "$out/data.txt" <<'AWK' |
 { v[$1 " " $2 " " $3] = v[$1 " " $2 " " $3] " " $4; sizes[$2] = 1; metrics[$3] = 1 }
 END {
     printf "| metric | size (B) | budget | unbounded | ratio |\n|---|---:|---:|---:|---:|\n"
@@ -72,4 +67,6 @@ END {
         ratio = m == "lat" ? mu / mb : mb / mu
         printf "| %s | %d | %.2f | %.2f | %.2fx |\n", m == "lat" ? "latency us" : "bandwidth MB/s", s, mb, mu, ratio
     }
-}' "$out/data.txt" | { read -r h1; read -r h2; echo "$h1"; echo "$h2"; sort -t'|' -k2,2 -k3,3n; } | tee "$out/table.md"
+}
+AWK
+    { read -r h1; read -r h2; echo "$h1"; echo "$h2"; sort -t'|' -k2,2 -k3,3n; } | tee "$out/table.md"
