@@ -31,6 +31,7 @@ static void mca_btl_ofi_endpoint_construct(mca_btl_ofi_endpoint_t *endpoint)
     endpoint->live.pid = 0;
     endpoint->live.start_time = 0;
     endpoint->posted = 0;
+    endpoint->acks_open = 0;
     endpoint->completed = 0;
     endpoint->putv_open = 0;
     endpoint->getv_open = 0;

@@ -67,6 +67,7 @@ static inline void mca_btl_ofi_msg_inflight(mca_btl_ofi_context_t *context,
 {
     if (OPAL_UNLIKELY(ack)) {
         mca_btl_ofi_add64(&context->sends_outstanding, n);
+        mca_btl_ofi_add64(&endpoint->acks_open, n);
         return;
     }
     mca_btl_ofi_send_inflight(context, endpoint, n);

@@ -565,12 +565,14 @@ static double mca_btl_ofi_now(void)
 
 /* Whether ENDPOINT's peer still has work of ours queued or in flight:
  * posted and not completed (puts, gets, atomics and messages, parked ones
- * included), or a message waiting in a context's queue, not yet posted.
- * The contexts' locks are taken. */
+ * included; acknowledgements too, which the drain waits for: udp;ofi_rxd
+ * never completed one to a peer that had finalized, and finalize waited
+ * its whole 10 s, counting it for no peer), or a message waiting in a
+ * context's queue, not yet posted. The contexts' locks are taken. */
 static bool mca_btl_ofi_endpoint_owed(mca_btl_ofi_module_t *module,
                                       mca_btl_ofi_endpoint_t *endpoint)
 {
-    bool owed = endpoint->posted != endpoint->completed;
+    bool owed = endpoint->posted != endpoint->completed || 0 != endpoint->acks_open;
 
     for (int i = 0; i < module->num_contexts && !owed; ++i) {
         mca_btl_ofi_context_t *context = module->contexts + i;
@@ -644,13 +646,14 @@ static void mca_btl_ofi_drain_report(mca_btl_ofi_module_t *module)
             }
             MCA_BTL_OFI_VERBOSE(
                 MCA_BTL_OFI_VERBOSE_INFO,
-                "rail %d: peer %s%s owed: %lld posted, %lld completed; lost %d dead %d "
+                "rail %d: peer %s%s owed: %lld posted, %lld completed, %lld "
+                "acknowledgement(s) in flight; lost %d dead %d "
                 "finalized %d, same host %d, liveness address %s",
                 module->rail,
                 NULL != endpoint->proc ? OPAL_NAME_PRINT(endpoint->proc->proc_name) : "?",
                 l ? " (retired)" : "", (long long) endpoint->posted,
-                (long long) endpoint->completed, endpoint->lost, endpoint->dead,
-                endpoint->live.finalized, endpoint->live.checkable,
+                (long long) endpoint->completed, (long long) endpoint->acks_open, endpoint->lost,
+                endpoint->dead, endpoint->live.finalized, endpoint->live.checkable,
                 0 != endpoint->live.host.ss_family ? "known" : "none");
         }
     }

@@ -368,6 +368,10 @@ struct mca_btl_base_endpoint_t {
      * it while they differ, and it is stalled while `completed' stands */
     volatile int64_t posted;
     volatile int64_t completed;
+    /* our acknowledgements to it in flight (several rails; atomic): not
+     * in `posted' (nothing of ours waits on them), but finalize's drain
+     * waits for them, which it may stop doing once the peer left */
+    volatile int64_t acks_open;
     /* the operation context of every put to this peer posted without a
      * callback (osc/rdma's, flushed later): its completion only has to be
      * counted, so it needs no object of its own. Shared by all such puts
