@@ -367,7 +367,7 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->put_notify_size);
 
-    /* 16 KiB (a quarter of a message at most: 4 KiB on tcp;ofi_rxm, 16
+    /* 16 KiB (a quarter of a message at most: 16 KiB on tcp;ofi_rxm, 4
      * KiB on sockets): across two hosts a window of 2 KiB puts went at
      * 266 MB/s one exchange each on tcp;ofi_rxm and 56 MB/s on sockets,
      * 867 and 885 MB/s gathered (bench/results/gather-2026-12-01); a put
@@ -381,7 +381,7 @@ static void mca_btl_ofi_register_resources(mca_btl_ofi_component_t *c)
         "a matrix, a strided ARMCI put) then costs a few messages instead of one exchange per "
         "piece. Only where this process sends messages anyway and puts are not already carried "
         "as messages (not udp;ofi_rxd), not with btl_ofi_progress_thread, with one rail; "
-        "at most a quarter of the provider's message size (4 KiB on tcp;ofi_rxm). 0: never. "
+        "at most a quarter of the provider's message size (4 KiB on sockets). 0: never. "
         "Default 16 KiB",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY,
         &c->put_gather_size);

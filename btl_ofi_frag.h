@@ -58,10 +58,11 @@ static inline mca_btl_ofi_frag_t *mca_btl_ofi_frag_from_op(void *op_context)
 
 /* Count a message posted (N > 0) or complete (N < 0) for ENDPOINT, as
  * mca_btl_ofi_send_inflight, save that an acknowledgement (ACK, several
- * rails) stays out of the peer's counts: it is the peer's bookkeeping,
- * not work of ours that waits on it, so that one standing still (a peer
- * that finalized may never take it) makes no stall for the liveness
- * probes. */
+ * rails) stays out of the peer's posted/completed: it is the peer's
+ * bookkeeping, not work of ours that waits on it, so that one standing
+ * still (a peer that finalized may never take it) makes no stall for the
+ * liveness probes. It is counted in the peer's acks_open instead, so
+ * that finalize's drain sees whom it is owed to. */
 static inline void mca_btl_ofi_msg_inflight(mca_btl_ofi_context_t *context,
                                             mca_btl_ofi_endpoint_t *endpoint, bool ack, int64_t n)
 {
