@@ -13,11 +13,14 @@
 #         limit set to cover them, btl_ofi_provenv.c)
 #   e16   btl_ofi_eager_limit and btl_ofi_max_send_size 16384: what came
 #         before (and rxm's eager limit with them)
+#   anchor  ob1 over btl/tcp and osc/pt2pt on the same link (what a user
+#         without this btl gets), in the same repetitions
 # Each: bench/p2p_bench (ob1 ping-pong latency, streaming bandwidth) and
 # bench/osc_bench acc (osc/rdma's MPI_Accumulate + flush; to another node
 # one message per eager limit up to 32 KiB, osc-rdma/patches 0016).
 # Prints the median of REPS runs per size and metric and ratio = e64 / e16
-# for bandwidth, e16 / e64 for latency (above 1: 64 KiB faster); writes
+# for bandwidth, e16 / e64 for latency (above 1: 64 KiB faster), and the
+# anchor's median with 64 KiB's ratio to it the same way; writes
 # bench/results/rxm-eager-DATE/ (data.txt, table.md, one log per run).
 # Timings are never asserted; a run whose check fails is reported and
 # left out.
@@ -39,15 +42,18 @@ hosts_up 2 1 >"$out/hosts-up.log" 2>&1 || {
     exit 1
 }
 trap 'hosts_down >/dev/null 2>&1' EXIT
+link=$(hosts_addr h1 0)
+link=${link%.*}.0/24
 
-run() { # name rep mca...
-    local name=$1 rep=$2 log prog
+run() { # name rep mca... (name anchor: ob1 over btl/tcp, osc/pt2pt)
+    local name=$1 rep=$2 log prog prov="tcp;ofi_rxm" osc=rdma btls=ofi,self
     shift 2
+    [[ $name == anchor ]] && prov="" osc=pt2pt btls=tcp,self
     for prog in p2p_bench osc_bench; do
         log=$out/$name-$prog-$rep.log
         local -a args=(-ops "lat,stream" -lat 4k:256k -bw 4k:1m)
         [[ $prog == osc_bench ]] && args=(-ops acc -lat 4k:128k)
-        if ! BTL_OFI_PROVIDER="tcp;ofi_rxm" OFIRUN_BTLS=ofi,self timeout -k 5 300 \
+        if ! BTL_OFI_PROVIDER=$prov OFIRUN_OSC=$osc OFIRUN_BTLS=$btls timeout -k 5 300 \
             bash "$repo/tests/hosts/hosts.sh" mpirun -np 2 --map-by node --bind-to none "$@" \
             "$bench/bin/$prog" "${args[@]}" -runs 3 -run-ms 20 >"$log" 2>&1 ||
             ! grep -q '^# verify ok' "$log"; then
@@ -65,7 +71,9 @@ for ((r = 1; r <= REPS; ++r)); do
     if ((r % 2)); then
         run e64 "$r"
         run e16 "$r" "${small[@]}"
+        run anchor "$r" --mca btl_tcp_if_include "$link"
     else
+        run anchor "$r" --mca btl_tcp_if_include "$link"
         run e16 "$r" "${small[@]}"
         run e64 "$r"
     fi
@@ -74,14 +82,17 @@ done
 awk -f "$bench/median.awk" -f /dev/stdin "$out/data.txt" <<'AWK' |
 { k = $2 " " $3 " " $4; v[$1 " " k] = v[$1 " " k] " " $5; keys[k] = 1 }
 END {
-    printf "| operation | size (B) | metric | 64 KiB | 16 KiB | ratio |\n|---|---:|---|---:|---:|---:|\n"
+    printf "| operation | size (B) | metric | 64 KiB | 16 KiB | ratio | anchor | 64 KiB / anchor |\n|---|---:|---|---:|---:|---:|---:|---:|\n"
     for (k in keys) {
-        a = v["e64 " k]; b = v["e16 " k]
+        a = v["e64 " k]; b = v["e16 " k]; c = v["anchor " k]
         if (a == "" || b == "") continue
         split(k, p, " ")
         ma = median(a); mb = median(b)
-        ratio = p[3] == "lat" ? mb / ma : ma / mb
-        printf "| %s | %d | %s | %.2f | %.2f | %.2fx |\n", p[1] == "send" ? "ob1 send" : "osc accumulate", p[2], p[3] == "lat" ? "latency us" : "bandwidth MB/s", ma, mb, ratio
+        lat = p[3] == "lat"
+        ratio = lat ? mb / ma : ma / mb
+        anchor = c == "" ? "-" : sprintf("%.2f", median(c))
+        vs = c == "" ? "-" : sprintf("%.2fx", lat ? median(c) / ma : ma / median(c))
+        printf "| %s | %d | %s | %.2f | %.2f | %.2fx | %s | %s |\n", p[1] == "send" ? "ob1 send" : "osc accumulate", p[2], lat ? "latency us" : "bandwidth MB/s", ma, mb, ratio, anchor, vs
     }
 }
 AWK

@@ -45,7 +45,7 @@
 #define NMAX 2000
 /* steps 4 and 7: sizes on both sides of the limits btl/ofi gathers up to
  * (btl_ofi_put_gather_size and btl_ofi_get_gather_size, capped at a
- * quarter of the provider's message size: 4 KiB on tcp;ofi_rxm, 16 KiB
+ * quarter of the provider's message size: 16 KiB on tcp;ofi_rxm, 4 KiB
  * on sockets), each at its own SPACING bytes of the window */
 #define NSIZES 9
 static const int sz[NSIZES] = {0, 1023, 1024, 1025, 4095, 4096, 4097, 16384, 16385};
